@@ -1,0 +1,62 @@
+#pragma once
+// Case: the materialized tensors of a CaseRecipe. Same recipe -> same bytes on every machine and
+// build type (counter-based streams, core/rng.h; pinned by golden hashes in tests/core).
+//
+// Expert weights are stored in SEMANTIC form (gate, up, down as separate NVFP4 matrices); a kernel
+// applies its backend's w13 order ([gate; up] or [up; gate]) when it builds its own inputs.
+//
+// Example:
+//   moefuzz::CaseRecipe r = moefuzz::parse_recipe_file("corpora/examples/deepseek_v3.moefuzz");
+//   moefuzz::Case c = moefuzz::materialize(r);
+//   float x = moefuzz::bf16_to_float(c.hidden[t * r.shape.hidden + h]);
+//   float w = c.experts[e].gate.dequant(i, h);
+//
+// Edit targets (Edit::tensor, index dims, value meaning):
+//   hidden [t, h] value (rounded to bf16)     logits [t, e] fp32     bias [e] fp32
+//   token_ids [t] int                         hash_table [row, slot] int
+//   gate.code / up.code / down.code [expert, row, col] E2M1 code (0..15)
+//   gate.scale / up.scale / down.scale [expert, row, block] E4M3 byte (0..255)
+//   gate.global / up.global / down.global [expert] S_d (fp32)
+//   a1_scale / a2_scale [expert or 0] S_q (fp32)
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/nvfp4.h"
+#include "core/recipe.h"
+
+namespace moefuzz {
+
+struct ExpertWeights {
+  Nvfp4Matrix gate;  // [I, H]
+  Nvfp4Matrix up;    // [I, H]
+  Nvfp4Matrix down;  // [H, I]
+  bool operator==(const ExpertWeights&) const = default;
+};
+
+struct Case {
+  CaseRecipe recipe;
+  std::vector<uint16_t> hidden;      // bf16 bits, [T, H]
+  std::vector<float> logits;         // router logits (the router GEMM is not under test), [T, E]
+  std::vector<float> bias;           // e_score_correction_bias [E]; empty unless sigmoid + bias
+  std::vector<int32_t> token_ids;    // [T], hash routing only
+  std::vector<int32_t> hash_table;   // tid2eid [vocab, k], hash routing only
+  std::vector<ExpertWeights> experts;  // [E + shared_experts]: routed 0..E-1, then shared
+  // Activation global QUANTIZATION scales S_q (SPEC.md §1.4): size 1 (global) or E + shared.
+  std::vector<float> a1_scale;       // layer input (FC1 input)
+  std::vector<float> a2_scale;       // FC2 input
+  bool operator==(const Case&) const = default;
+
+  float a1_scale_for(int64_t expert) const { return a1_scale.size() == 1 ? a1_scale[0] : a1_scale[static_cast<size_t>(expert)]; }
+  float a2_scale_for(int64_t expert) const { return a2_scale.size() == 1 ? a2_scale[0] : a2_scale[static_cast<size_t>(expert)]; }
+};
+
+// Deterministic materialization. Throws InputError (core/errors.h) if the recipe is invalid or its
+// estimate exceeds max_bytes; nothing large is allocated before that check.
+Case materialize(const CaseRecipe& recipe, int64_t max_bytes = kDefaultMaxCaseBytes);
+
+// SHA-256-free content hash (64-bit FNV-1a over every byte of every tensor, in a fixed order), used
+// to pin determinism with golden values.
+uint64_t content_hash(const Case& c);
+
+}  // namespace moefuzz

@@ -1,0 +1,27 @@
+#pragma once
+// FP4 E2M1: the NVFP4 element format (SPEC.md §1.1). Codes are 4 bits: s e1 e0 m; magnitudes
+// {0, 0.5, 1, 1.5, 2, 3, 4, 6}; no Inf/NaN; 0x8 is -0.
+//
+// Example:
+//   uint8_t c = moefuzz::e2m1_from_float(2.5f);   // 0x4 (2.0: tie to even)
+//   float v = moefuzz::e2m1_to_float(0xF);        // -6.0f
+#include <array>
+#include <cstdint>
+
+namespace moefuzz {
+
+inline constexpr std::array<float, 8> kE2m1Magnitudes = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
+inline constexpr float kE2m1Max = 6.0f;
+// Decision thresholds between magnitude codes i and i+1. A value exactly on threshold i goes to the
+// even-mantissa neighbour: codes 0, 2, 4, 6 (values 0, 1, 2, 4).
+inline constexpr std::array<float, 7> kE2m1Thresholds = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+
+// cvt.rn.satfinite.e2m1x2.f32 as documented for cuda_fp4.h: RN-even, |x| > 5 (and +-Inf) saturate
+// to +-6, NaN becomes +6 (code 0x7). The sign is kept: a small negative rounds to code 0x8.
+uint8_t e2m1_from_float(float x);
+// Exact decode of the low 4 bits of `code`.
+float e2m1_to_float(uint8_t code);
+// Codes 0x0 and 0x8 both mean zero; compare codes through this.
+inline uint8_t e2m1_canonical(uint8_t code) { return (code & 0x7) == 0 ? 0 : (code & 0xF); }
+
+}  // namespace moefuzz

@@ -1,0 +1,24 @@
+#pragma once
+// FP8 E4M3 ("E4M3FN"): the NVFP4 block-scale format (SPEC.md §1.3).
+// s eeee mmm, bias 7, no Inf, NaN = S.1111.111, max finite 448 (0x7E), min subnormal 2^-9.
+//
+// Example:
+//   uint8_t code = moefuzz::e4m3_from_float(1.0625f);  // 0x38 (1.0: tie to even)
+//   float v = moefuzz::e4m3_to_float(0x7E);            // 448.0f
+#include <cstdint>
+
+namespace moefuzz {
+
+inline constexpr float kE4m3Max = 448.0f;
+inline constexpr uint8_t kE4m3MaxCode = 0x7E;
+inline constexpr uint8_t kE4m3NaNCode = 0x7F;
+
+// The conversion production kernels use: cvt.rn.satfinite.e4m3x2.f32 (= __nv_cvt_float_to_fp8 with
+// __NV_SATFINITE, __NV_E4M3). Round to nearest even, every finite |x| >= 448 and +-Inf saturate to
+// +-448, |x| <= 2^-10 becomes (signed) zero, NaN of either sign becomes 0x7F (the H200 measurement in
+// SPEC.md §1.3; the toolkit's software path returns 0xFF for negative NaN).
+uint8_t e4m3_from_float(float x);
+// Exact decode; 0x7F / 0xFF decode to NaN.
+float e4m3_to_float(uint8_t code);
+
+}  // namespace moefuzz

@@ -1,0 +1,21 @@
+#pragma once
+// InputError: bad input from outside (case file, flag, plugin, size). Drivers print what() once
+// and exit with code 2 (kExitUsage). Anything else escaping is a bug in moefuzz.
+//
+// Example:
+//   throw moefuzz::InputError("recipe line 7: field 'top_k': 9 exceeds experts (8)");
+#include <stdexcept>
+#include <string>
+
+namespace moefuzz {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitCheckFailed = 1;
+inline constexpr int kExitUsage = 2;
+
+class InputError : public std::runtime_error {
+ public:
+  explicit InputError(const std::string& what) : std::runtime_error(what) {}
+};
+
+}  // namespace moefuzz

@@ -1,0 +1,64 @@
+#pragma once
+// Profile: the semantic contract a backend implements, as data (SPEC.md; one row per backend, each
+// field with its source in oracles/profiles.cpp). The oracle follows the profile; a kernel declares
+// the profile it claims. A profile is a documented contract, never an observed behaviour: where an
+// upstream reference violates the layer's semantics, the invariants flag it.
+//
+// Lives in core (not oracles) because kernels and oracles both read it and must not depend on each
+// other (docs/decisions.md).
+//
+// Example:
+//   const moefuzz::Profile& p = moefuzz::profile_by_name("sglang-cutlass-fp4");  // throws InputError
+//   if (p.w13_order == moefuzz::W13Order::kUpGate) { ... }
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace moefuzz {
+
+enum class W13Order : uint8_t { kGateUp, kUpGate };
+enum class WeightDtype : uint8_t { kFp32, kBf16 };
+enum class QuantizerVariant : uint8_t {
+  kFastMath,  // FlashInfer/TRT-LLM default: rcp.approx, SPEC.md §1.5 step 2-3
+  kExact,     // FLASHINFER_DISABLE_FP4_QUANT_FAST_MATH: __fdiv_rn, (S * RN(1/6)) association
+  kReference, // the torch references (vLLM ref_nvfp4_quant / FlashInfer ref_fp4_quant): true division
+};
+enum class ZeroScaleRule : uint8_t {
+  kVecMaxTest,  // FlashInfer/TRT-LLM: outScale = vecMax != 0 ? rcp(..) : 0 (E4M3 underflow -> Inf -> codes +-6)
+  kScaleTest,   // vLLM/sgl-kernel: outScale = sfd != 0 ? .. : 0 (underflow -> codes 0)
+};
+enum class CombineAccum : uint8_t {
+  kFp32SlotOrder,    // fp32 accumulate in slot order, bf16 out (CUTLASS finalize, trtllm-gen finalize)
+  kBf16Atomics,      // fused finalize: bf16 products added with bf16 atomics, any order
+  kBf16Products,     // SGLang cutlass_moe_fp4: bf16(y * bf16(w)), summed in fp32, bf16 out
+  kFp32Unrounded,    // FlashInfer reference: fp32 output, no final bf16 rounding
+};
+enum class TieRule : uint8_t { kLowerIndexWins, kUnspecified };
+
+struct Profile {
+  std::string name;
+  std::string summary;
+  W13Order w13_order = W13Order::kGateUp;
+  bool rsf_in_topk = true;             // routed scale multiplied by the top-k op (else by the combine)
+  WeightDtype routing_weight_dtype = WeightDtype::kFp32;
+  double renorm_epsilon = 0.0;         // w / (sum + eps)
+  TieRule tie_rule = TieRule::kLowerIndexWins;
+  // Rounding points (true = the value is rounded to bf16 there).
+  bool bf16_after_gemm1 = true;
+  bool bf16_after_activation = true;   // SiLU*mul result rounded to bf16 before FC2 quantization
+  bool bf16_after_gemm2 = true;
+  bool bf16_output = true;
+  QuantizerVariant quantizer = QuantizerVariant::kFastMath;
+  ZeroScaleRule zero_scale_rule = ZeroScaleRule::kVecMaxTest;
+  bool per_expert_act_scales = false;  // a1/a2 scales per expert (SGLang CUTLASS) or one global
+  CombineAccum combine = CombineAccum::kFp32SlotOrder;
+  bool shared_fused_weight_inv_rsf = true;  // fused shared expert weight 1/rsf before the rsf multiply
+  std::vector<std::string> sources;    // citations: repo + path (+ function) per field
+};
+
+// The built-in profiles (core/profile.cpp; each row cites its sources).
+const std::vector<Profile>& all_profiles();
+// Throws InputError naming the known profiles.
+const Profile& profile_by_name(std::string_view name);
+
+}  // namespace moefuzz

@@ -1,0 +1,136 @@
+#pragma once
+// CaseRecipe: a small, serializable description of one MoE layer invocation. Fuzz inputs, corpus
+// files, RapidCheck values and the shrinker all operate on recipes; materialize() (core/case.h)
+// turns one into tensors, deterministically.
+//
+// Example:
+//   moefuzz::CaseRecipe r;                       // defaults: a tiny softmax top-k case
+//   r.shape = {.tokens = 4, .hidden = 64, .inter = 32, .experts = 8, .top_k = 2};
+//   r.routing.mode = moefuzz::RoutingMode::kSigmoidGrouped;
+//   r.shape.n_group = 4; r.shape.topk_group = 2;
+//   r.routing.routed_scaling_factor = 2.5;
+//   std::string text = moefuzz::to_text(r);      // "MOEFUZZ v1\n..." (core/recipe_text.h)
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace moefuzz {
+
+enum class RoutingMode : uint8_t {
+  kSoftmax,         // softmax top-k (Mixtral, Qwen3-MoE), SPEC.md §2.2
+  kSigmoidGrouped,  // DeepSeek-V3 noaux_tc: sigmoid + correction bias, grouped top-k, SPEC.md §2.1
+  kHash,            // DeepSeek-V4 hash layers: token id -> experts table, SPEC.md §2.5
+};
+// Score function of hash routing (the table picks experts, scores give the weights).
+enum class ScoreFunc : uint8_t { kSqrtSoftplus, kSigmoid, kSoftmax };
+// Who multiplies routed_scaling_factor: the top-k op (weights sum to rsf) or the combine.
+enum class ScalePlacement : uint8_t { kTopK, kCombine };
+enum class SharedFusion : uint8_t {
+  kSeparate,  // shared MLP output added after the routed sum (bf16 add)
+  kFused,     // shared expert j is expert id E+j in an extra top-k slot, weight 1/rsf before scaling
+};
+enum class ActivationFormat : uint8_t { kNvfp4, kBf16 };  // W4A4 or W4A16
+enum class ActScaleMode : uint8_t { kGlobal, kPerExpert };
+
+struct Shape {
+  int64_t tokens = 4;        // T
+  int64_t hidden = 64;       // H, multiple of 16
+  int64_t inter = 32;        // I, multiple of 16
+  int64_t experts = 8;       // E (routed)
+  int64_t top_k = 2;         // k (routed slots)
+  int64_t n_group = 1;       // expert groups (sigmoid grouped routing)
+  int64_t topk_group = 1;    // selected groups
+  int64_t shared_experts = 0;
+  bool operator==(const Shape&) const = default;
+};
+
+struct Routing {
+  RoutingMode mode = RoutingMode::kSoftmax;
+  ScoreFunc hash_score = ScoreFunc::kSqrtSoftplus;  // only for kHash
+  bool renormalize = true;
+  bool correction_bias = true;                        // only for kSigmoidGrouped
+  double routed_scaling_factor = 1.0;                 // stored as written; kernels take fp32
+  ScalePlacement scale_placement = ScalePlacement::kTopK;
+  SharedFusion shared_fusion = SharedFusion::kSeparate;
+  int64_t vocab = 0;                                  // hash table rows; 0 = derived (4*T, at least 16)
+  bool operator==(const Routing&) const = default;
+};
+
+struct Quantization {
+  ActivationFormat activations = ActivationFormat::kNvfp4;
+  ActScaleMode act_scales = ActScaleMode::kGlobal;
+  double gate_up_scale_ratio = 1.0;  // up's global dequant scale = gate's * ratio (Z11 when != 1)
+  bool operator==(const Quantization&) const = default;
+};
+
+// Optional SwiGLU clamp (DeepSeek-V4 swiglu_limit, GPT-OSS): gate = min(gate, L),
+// up = clamp(up, -L, L), out = gate * sigmoid(alpha * gate) * (up + beta). Defaults = plain SwiGLU.
+struct Swiglu {
+  double limit = std::numeric_limits<double>::infinity();
+  double alpha = 1.0;
+  double beta = 0.0;
+  bool operator==(const Swiglu&) const = default;
+};
+
+// Value profiles: which corner of the value space each tensor is drawn from (BUGZOO.md, "what
+// upstream tests get wrong"). Each enumerator names a distribution, documented in core/case.cpp.
+enum class LogitProfile : uint8_t { kNormal, kAllNegative, kVeryNegative, kTies, kNearTies, kLarge };
+enum class BiasProfile : uint8_t { kSmall, kDominant, kNegative, kZero };
+enum class TableProfile : uint8_t { kDistinct, kDuplicates };
+enum class WeightProfile : uint8_t { kNormal, kZeroBlocks, kWideScales, kTinyScales, kExpertSpread };
+enum class HiddenProfile : uint8_t { kNormal, kZeroBlocks, kThresholds, kTokenSpread, kOutliers };
+enum class ActScaleProfile : uint8_t { kCalibrated, kFar };
+enum class LoadProfile : uint8_t { kUniform, kZeroTokenExperts, kOneExpert };
+
+struct ValueProfile {
+  LogitProfile logits = LogitProfile::kNormal;
+  BiasProfile bias = BiasProfile::kSmall;
+  TableProfile table = TableProfile::kDistinct;
+  WeightProfile weights = WeightProfile::kNormal;
+  HiddenProfile hidden = HiddenProfile::kNormal;
+  ActScaleProfile act_scale = ActScaleProfile::kCalibrated;
+  LoadProfile load = LoadProfile::kUniform;
+  bool operator==(const ValueProfile&) const = default;
+};
+
+// An explicit value at a chosen place, applied after the random draw. `tensor` names one of the
+// case's tensors (see core/case.h, "Edit targets"); `index` has one entry per dimension; `value` is
+// the number written (for code/scale tensors: the raw code, e.g. 0x7E).
+struct Edit {
+  std::string tensor;
+  std::vector<int64_t> index;
+  double value = 0;
+  bool operator==(const Edit&) const = default;
+};
+
+struct CaseRecipe {
+  uint64_t seed = 1;
+  std::string profile = "flashinfer-cutlass";  // backend contract name (oracles/profiles)
+  Shape shape;
+  Routing routing;
+  Quantization quant;
+  Swiglu swiglu;
+  ValueProfile values;
+  std::vector<Edit> edits;
+  bool operator==(const CaseRecipe&) const = default;
+
+  int64_t hash_vocab() const {
+    return routing.vocab > 0 ? routing.vocab : (shape.tokens * 4 < 16 ? 16 : shape.tokens * 4);
+  }
+  // Experts that carry weights: routed then shared (shared expert j has id E + j).
+  int64_t total_experts() const { return shape.experts + shape.shared_experts; }
+  // Slots per token in the kernel's top-k output: k, plus one per fused shared expert.
+  int64_t slots() const {
+    return shape.top_k + (routing.shared_fusion == SharedFusion::kFused ? shape.shared_experts : 0);
+  }
+};
+
+// Semantic checks (alignment, k <= E, groups divide E, ...). Returns "" when valid, else one
+// message naming the field. Sizes are checked by estimate_case_bytes before any allocation.
+std::string validate(const CaseRecipe& r);
+// Bytes materialize() would allocate, computed without overflow (saturates at INT64_MAX).
+int64_t estimate_case_bytes(const CaseRecipe& r);
+inline constexpr int64_t kDefaultMaxCaseBytes = int64_t{2} << 30;  // 2 GiB
+
+}  // namespace moefuzz

@@ -1,0 +1,27 @@
+#include "kernels/registry.h"
+
+#include "core/errors.h"
+
+namespace moefuzz {
+
+const std::vector<KernelEntry>& kernel_registry() {
+  static const std::vector<KernelEntry> entries = [] {
+    std::vector<KernelEntry> v;
+    add_cpu_kernels(v);
+    add_composition_kernels(v);
+    add_mutant_kernels(v);
+    add_cuda_kernels(v);
+    return v;
+  }();
+  return entries;
+}
+
+std::unique_ptr<Kernel> make_kernel(const std::string& name_or_path) {
+  for (const auto& e : kernel_registry())
+    if (e.name == name_or_path) return e.make();
+  std::string known;
+  for (const auto& e : kernel_registry()) known += (known.empty() ? "" : ", ") + e.name;
+  throw InputError("unknown kernel '" + name_or_path + "' (known: " + (known.empty() ? "none" : known) + ")");
+}
+
+}  // namespace moefuzz

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages moefuzz needs, only those missing; silent when nothing is needed.
+# Called by scripts/demo.sh and scripts/test.sh; safe to run again.
+set -euo pipefail
+PACKAGES=(
+  cmake make g++ clang libclang-rt-14-dev      # build; clang + its runtime for libFuzzer
+  libgtest-dev librapidcheck-dev libbenchmark-dev
+  libboost-dev                                 # Boost.Multiprecision (header-only)
+  libcli11-dev libfmt-dev nlohmann-json3-dev
+  gnuplot-nox                                  # drift plots
+  git ca-certificates
+)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "moefuzz: installing missing Debian packages: ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# The CUDA Toolkit is not a Debian package here: it is used when present (nvcc on PATH or in
+# /usr/local/cuda), and the build and tests say so when it is absent.
