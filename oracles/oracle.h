@@ -1,0 +1,37 @@
+#pragma once
+// The oracle's top-level API: evaluate a case under a profile, conditioned on the kernel's own
+// decisions (routing ids, and quantized codes where exposed, each admitted first), and compare.
+//
+// Example:
+//   moefuzz::OracleEvaluation ev = moefuzz::evaluate(c, profile, kernel_result);
+//   moefuzz::Verdict v = moefuzz::compare_layer(c, profile, kernel_result);   // invariant "ORACLE"
+#include <string>
+#include <vector>
+
+#include "core/case.h"
+#include "core/layer_io.h"
+#include "core/profile.h"
+#include "core/verdict.h"
+
+namespace moefuzz {
+
+struct StageExpectation {
+  std::string stage;            // "route", "fc1_quant", "gemm1", "activation", "fc2_quant", "gemm2", "output"
+  int64_t rows = 0;
+  int64_t cols = 0;
+  std::vector<double> expected; // rows * cols
+  std::vector<double> bound;    // rows * cols: rigorous bound on |kernel - expected| for a correct kernel
+};
+
+struct OracleEvaluation {
+  Verdict admissibility;                 // fails if a kernel decision is inadmissible
+  std::vector<StageExpectation> stages;  // at least "output" ([T, H])
+  const StageExpectation* stage(const std::string& name) const;
+};
+
+OracleEvaluation evaluate(const Case& c, const Profile& p, const LayerResult& kernel);
+// Admissibility, then every exposed stage and the output within their bounds. Returns the first
+// failure (decisions before values), else a pass carrying max error/bound.
+Verdict compare_layer(const Case& c, const Profile& p, const LayerResult& kernel);
+
+}  // namespace moefuzz
