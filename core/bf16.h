@@ -8,8 +8,9 @@
 
 namespace moefuzz {
 
-// Round-to-nearest-even fp32 -> bf16. NaN stays NaN (quiet, sign kept); Inf stays Inf;
-// overflow past the largest finite bf16 rounds to Inf as IEEE RN does.
+// Round-to-nearest-even fp32 -> bf16. NaN stays NaN (quiet, sign and high payload kept); Inf stays
+// Inf; overflow past the largest finite bf16 rounds to Inf as IEEE RN does. Equal to cuda_bf16.h's
+// host __float2bfloat16_rn on all 2^32 inputs except NaN payloads (the toolkit returns 0x7FFF).
 uint16_t bf16_from_float(float x);
 // Exact widening.
 float bf16_to_float(uint16_t bits);

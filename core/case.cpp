@@ -1,6 +1,136 @@
+// Materialization: recipe -> tensors. Order of the draw (each step a pure function of the recipe and
+// the tensors before it): hidden, logits, bias, hash tables, experts, a1 (calibrated over hidden),
+// a2 (calibrated over hidden x experts), then the recipe's edits. Edits come last so that an edit of a
+// scale is what the kernel sees, and an edited hidden value does not move the calibrated scales
+// (production scales are static, calibrated offline).
 #include "core/case.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <exception>
+#include <thread>
+
+#include "core/act_scales.h"
+#include "core/case_edits.h"
 #include "core/errors.h"
+#include "core/value_profiles.h"
+
 namespace moefuzz {
-Case materialize(const CaseRecipe&, int64_t) { throw InputError("materialize not implemented yet"); }
-uint64_t content_hash(const Case&) { return 0; }
+namespace {
+
+// 64-bit FNV-1a, fed little-endian regardless of the host byte order.
+class Fnv1a {
+ public:
+  void byte(uint8_t b) { h_ = (h_ ^ b) * 0x100000001B3ull; }
+  void u64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) byte(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void u32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) byte(static_cast<uint8_t>(v >> (8 * i)));
+  }
+  void bytes(const std::vector<uint8_t>& v) {
+    u64(v.size());
+    for (uint8_t b : v) byte(b);
+  }
+  void bf16s(const std::vector<uint16_t>& v) {
+    u64(v.size());
+    for (uint16_t x : v) {
+      byte(static_cast<uint8_t>(x));
+      byte(static_cast<uint8_t>(x >> 8));
+    }
+  }
+  void floats(const std::vector<float>& v) {
+    u64(v.size());
+    for (float x : v) u32(std::bit_cast<uint32_t>(x));
+  }
+  void ints(const std::vector<int32_t>& v) {
+    u64(v.size());
+    for (int32_t x : v) u32(static_cast<uint32_t>(x));
+  }
+  void matrix(const Nvfp4Matrix& m) {
+    u64(static_cast<uint64_t>(m.rows));
+    u64(static_cast<uint64_t>(m.cols));
+    bytes(m.packed);
+    bytes(m.scales);
+    u32(std::bit_cast<uint32_t>(m.global_dequant));
+  }
+  uint64_t value() const { return h_; }
+
+ private:
+  uint64_t h_ = 0xCBF29CE484222325ull;
+};
+
+// Every expert is a pure function of (recipe, expert id), so experts are drawn on several threads
+// when the weights are large; the bytes do not depend on the thread count.
+std::vector<ExpertWeights> draw_all_experts(const CaseRecipe& r) {
+  const int64_t n = r.total_experts();
+  std::vector<ExpertWeights> experts(static_cast<size_t>(n));
+  const int64_t elements_per_expert = 3 * r.shape.hidden * r.shape.inter;
+  constexpr int64_t kParallelThreshold = int64_t{1} << 24;  // below ~16M elements a thread costs more than it saves
+  const int64_t threads = n * elements_per_expert < kParallelThreshold
+                              ? 1
+                              : std::min<int64_t>({n, 16, std::max<int64_t>(1, std::thread::hardware_concurrency())});
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
+  const auto work = [&](int64_t worker) {
+    try {
+      for (int64_t e = worker; e < n; e += threads) experts[static_cast<size_t>(e)] = draw_expert_weights(r, e);
+    } catch (...) {
+      errors[static_cast<size_t>(worker)] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int64_t w = 1; w < threads; ++w) pool.emplace_back(work, w);
+  work(0);
+  for (auto& t : pool) t.join();
+  for (auto& err : errors)
+    if (err) std::rethrow_exception(err);
+  return experts;
+}
+
+}  // namespace
+
+Case materialize(const CaseRecipe& recipe, int64_t max_bytes) {
+  if (const std::string problem = validate(recipe); !problem.empty()) throw InputError("invalid recipe: " + problem);
+  const int64_t bytes = estimate_case_bytes(recipe);
+  if (bytes > max_bytes)
+    throw InputError(fmt::format("recipe needs about {} bytes, more than the limit of {} bytes (max_case_bytes)",
+                                 bytes, max_bytes));
+  Case c;
+  c.recipe = recipe;
+  c.hidden = draw_hidden(recipe);
+  c.logits = draw_logits(recipe);
+  c.bias = draw_bias(recipe);
+  HashRoutingTables hash = draw_hash_routing(recipe);
+  c.token_ids = std::move(hash.token_ids);
+  c.hash_table = std::move(hash.table);
+  c.experts = draw_all_experts(recipe);
+  c.a1_scale = draw_a1_scale(recipe, c.hidden);
+  c.a2_scale = draw_a2_scale(recipe, c.hidden, c.experts);
+  apply_edits(c, recipe.edits);
+  return c;
+}
+
+uint64_t content_hash(const Case& c) {
+  Fnv1a h;
+  const Shape& s = c.recipe.shape;
+  for (int64_t d : {s.tokens, s.hidden, s.inter, s.experts, s.top_k, s.n_group, s.topk_group, s.shared_experts})
+    h.u64(static_cast<uint64_t>(d));
+  h.bf16s(c.hidden);
+  h.floats(c.logits);
+  h.floats(c.bias);
+  h.ints(c.token_ids);
+  h.ints(c.hash_table);
+  h.u64(c.experts.size());
+  for (const ExpertWeights& w : c.experts) {
+    h.matrix(w.gate);
+    h.matrix(w.up);
+    h.matrix(w.down);
+  }
+  h.floats(c.a1_scale);
+  h.floats(c.a2_scale);
+  return h.value();
+}
+
 }  // namespace moefuzz

@@ -16,7 +16,8 @@ inline constexpr uint8_t kE4m3NaNCode = 0x7F;
 // The conversion production kernels use: cvt.rn.satfinite.e4m3x2.f32 (= __nv_cvt_float_to_fp8 with
 // __NV_SATFINITE, __NV_E4M3). Round to nearest even, every finite |x| >= 448 and +-Inf saturate to
 // +-448, |x| <= 2^-10 becomes (signed) zero, NaN of either sign becomes 0x7F (the H200 measurement in
-// SPEC.md §1.3; the toolkit's software path returns 0xFF for negative NaN).
+// SPEC.md §1.3). Bit-identical to CUDA 13's host __nv_cvt_float_to_fp8 on all 2^32 inputs; its
+// __nv_cvt_double_to_fp8 differs only on negative NaN (0xFF) (tests/core/cuda_reference_test.cpp).
 uint8_t e4m3_from_float(float x);
 // Exact decode; 0x7F / 0xFF decode to NaN.
 float e4m3_to_float(uint8_t code);

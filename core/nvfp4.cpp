@@ -1,10 +1,43 @@
 #include "core/nvfp4.h"
 
+#include <string>
+
+#include "core/errors.h"
+
 namespace moefuzz {
+namespace {
+
+// 2^40 elements = 512 GiB of packed codes: far beyond any real layer, small enough that rows * cols
+// cannot overflow int64 and a hostile shape fails here with a message instead of in the allocator.
+constexpr int64_t kMaxElements = int64_t{1} << 40;
+
+}  // namespace
+
+float nvfp4_dequant_value(uint8_t code, uint8_t scale, float global_dequant, Nvfp4DequantOrder order) {
+  const float element = e2m1_to_float(code);
+  const float block_scale = e4m3_to_float(scale);
+  if (order == Nvfp4DequantOrder::kCodeTimesScaleFirst) {
+    const float exact_product = element * block_scale;
+    return exact_product * global_dequant;
+  }
+  const float scale_float = block_scale * global_dequant;
+  return element * scale_float;
+}
+
+Nvfp4Matrix::Nvfp4Matrix(int64_t r, int64_t c) : rows(r), cols(c) {
+  if (r < 0 || c < 0 || c % kNvfp4BlockSize != 0) {
+    throw InputError("NVFP4 matrix shape [" + std::to_string(r) + ", " + std::to_string(c) +
+                     "]: need rows >= 0 and K a non-negative multiple of 16 (one E4M3 scale per 16 elements)");
+  }
+  if (c > 0 && r > kMaxElements / c) {
+    throw InputError("NVFP4 matrix shape [" + std::to_string(r) + ", " + std::to_string(c) + "]: more than 2^40 elements");
+  }
+  packed.assign(static_cast<size_t>(r * c / 2), 0);
+  scales.assign(static_cast<size_t>(r * c / kNvfp4BlockSize), 0);
+}
 
 float Nvfp4Matrix::dequant(int64_t r, int64_t c) const {
-  const float scale_float = e4m3_to_float(scale(r, c / kNvfp4BlockSize)) * global_dequant;
-  return e2m1_to_float(code(r, c)) * scale_float;
+  return nvfp4_dequant_value(code(r, c), scale(r, c / kNvfp4BlockSize), global_dequant);
 }
 
 }  // namespace moefuzz

@@ -3,9 +3,264 @@
 #include "core/errors.h"
 
 namespace moefuzz {
+namespace {
+
+// Every field cites where the backend's behaviour is written (SPEC.md section in brackets). Fields
+// left at their struct default still get a citation, because the default is a claim too.
+// docs/profiles.md renders the same table with the reasoning behind each choice.
+
+Profile sglang_triton() {
+  Profile p;
+  p.name = "sglang-triton";
+  p.summary = "SGLang Triton fused_moe runner: [gate; up], rsf applied by moe_sum_reduce, fp32 weights";
+  p.w13_order = W13Order::kGateUp;
+  p.rsf_in_topk = false;
+  p.routing_weight_dtype = WeightDtype::kFp32;
+  p.renorm_epsilon = 0.0;
+  p.tie_rule = TieRule::kLowerIndexWins;
+  p.bf16_after_gemm1 = true;
+  p.bf16_after_activation = true;
+  p.bf16_after_gemm2 = true;
+  p.bf16_output = true;
+  p.quantizer = QuantizerVariant::kFastMath;
+  p.zero_scale_rule = ZeroScaleRule::kScaleTest;
+  p.per_expert_act_scales = false;
+  p.combine = CombineAccum::kBf16EpilogueProducts;
+  p.shared_fused_weight_inv_rsf = true;
+  p.sigmoid_form = SigmoidForm::kReciprocal;
+  p.fast_math_exp = true;
+  p.bias_dtype = WeightDtype::kFp32;
+  p.sources = {
+      "w13_order: sgl-project/sglang python/sglang/srt/layers/moe/moe_runner/triton.py (silu_and_mul on "
+      "[gate; up]) [SPEC 3.1]",
+      "rsf_in_topk=false: sgl-project/sglang python/sglang/srt/layers/moe/fused_moe_triton/layer.py "
+      "(should_fuse_routed_scaling_factor_in_topk false for unquantized Triton), moe_runner/triton.py "
+      "moe_sum_reduce_triton(..., routed_scaling_factor) [SPEC 2.3]",
+      "routing_weight_dtype fp32, renorm_epsilon 0: sgl-project/sglang python/sglang/srt/layers/moe/topk.py "
+      "(StandardTopKOutput fp32; biased_grouped_topk_impl w/sum) [SPEC 2.1, 2.3]",
+      "tie_rule lower index: sgl-project/sglang sgl-kernel/csrc/moe/moe_fused_gate.cu, "
+      "moe_topk_softmax_kernels.cu ('lower indices to win') [SPEC 2.1]",
+      "sigmoid 1/(1+expf(-x)): sgl-project/sglang sgl-kernel/csrc/moe/moe_fused_gate.cu; fast_math_exp: "
+      "sgl-kernel/CMakeLists.txt sm90 build uses -use_fast_math [SPEC 1.5 FTZ, 2.1]",
+      "quantizer fast-math + zero test on sfd: sgl-project/sglang sgl-kernel/csrc/gemm/nvfp4_quant.cuh "
+      "(inline rcp.approx.ftz; outScale = sfd != 0 ? .. : 0) [SPEC 1.5]",
+      "combine bf16(acc*w) in GEMM2 epilogue + fp32 moe_sum_reduce: sgl-project/sglang "
+      "python/sglang/srt/layers/moe/moe_runner/triton.py, sgl-kernel/csrc/moe/moe_sum_reduce.cu [SPEC 3.6]",
+      "shared expert weight 1/rsf: sgl-project/sglang python/sglang/srt/layers/moe/topk.py (fused shared "
+      "experts: sum/rsf) [SPEC 2.4]",
+  };
+  return p;
+}
+
+Profile sglang_cutlass_fp4() {
+  Profile p;
+  p.name = "sglang-cutlass-fp4";
+  p.summary = "SGLang ModelOpt NVFP4 + sgl-kernel cutlass_moe_fp4: rsf fused in top-k, bf16 weight products";
+  p.w13_order = W13Order::kGateUp;
+  p.rsf_in_topk = true;
+  p.routing_weight_dtype = WeightDtype::kFp32;
+  p.renorm_epsilon = 0.0;
+  p.tie_rule = TieRule::kLowerIndexWins;
+  p.quantizer = QuantizerVariant::kFastMath;
+  p.zero_scale_rule = ZeroScaleRule::kScaleTest;
+  p.per_expert_act_scales = true;
+  p.combine = CombineAccum::kBf16Products;
+  p.shared_fused_weight_inv_rsf = true;
+  p.sigmoid_form = SigmoidForm::kReciprocal;
+  p.fast_math_exp = true;
+  p.sources = {
+      "w13_order [gate; up]: sgl-project/sglang python/sglang/srt/layers/quantization/modelopt_quant.py "
+      "(ModelOptNvFp4FusedMoEMethod.create_weights), sgl-kernel cutlass_moe_fp4 [SPEC 3.1]",
+      "rsf_in_topk=true: sgl-project/sglang python/sglang/srt/layers/moe/fused_moe_triton/layer.py "
+      "(should_fuse_routed_scaling_factor_in_topk: ModelOptNvFp4FusedMoEMethod) [SPEC 2.3]",
+      "routing_weight_dtype fp32, renorm_epsilon 0: sgl-project/sglang python/sglang/srt/layers/moe/topk.py "
+      "(StandardTopKOutput; biased_grouped_topk_impl) [SPEC 2.1]",
+      "tie_rule + sigmoid 1/(1+expf(-x)): sgl-project/sglang sgl-kernel/csrc/moe/moe_fused_gate.cu [SPEC 2.1]",
+      "fast_math_exp: sgl-project/sglang sgl-kernel/CMakeLists.txt (common_ops_sm90_build -use_fast_math) "
+      "[SPEC 1.5]",
+      "quantizer fast-math, zero test on sfd: sgl-project/sglang sgl-kernel/csrc/gemm/nvfp4_quant.cuh [SPEC 1.5]",
+      "per_expert_act_scales: sgl-project/sglang modelopt_quant.py process_weights_after_loading "
+      "(w13_input_scale max over w1/w3 per expert) [SPEC 1.9]",
+      "combine bf16(c2 * w.to(bf16)), torch sum: sgl-project/sglang python/sglang/srt/layers/moe/cutlass_moe.py "
+      "[SPEC 3.6]",
+      "shared expert weight 1/rsf: sgl-project/sglang python/sglang/srt/layers/moe/topk.py [SPEC 2.4]",
+  };
+  return p;
+}
+
+Profile flashinfer_cutlass() {
+  Profile p;
+  p.name = "flashinfer-cutlass";
+  p.summary = "FlashInfer/TRT-LLM CUTLASS fused MoE: [up; gate], fused finalize (bf16 atomics), fast-math quantizer";
+  p.w13_order = W13Order::kUpGate;
+  p.rsf_in_topk = true;
+  p.routing_weight_dtype = WeightDtype::kFp32;
+  p.renorm_epsilon = 1e-20;
+  p.tie_rule = TieRule::kLowerIndexWins;
+  p.quantizer = QuantizerVariant::kFastMath;
+  p.zero_scale_rule = ZeroScaleRule::kVecMaxTest;
+  p.per_expert_act_scales = false;
+  p.combine = CombineAccum::kBf16Atomics;
+  p.shared_fused_weight_inv_rsf = true;
+  p.sigmoid_form = SigmoidForm::kTanh;
+  p.fast_math_exp = true;
+  p.sources = {
+      "w13_order [up; gate]: flashinfer-ai/flashinfer csrc/fused_moe/cutlass_backend/cutlass_fused_moe_kernels.cuh "
+      "(doActivationKernel gated_off = inter_size; GLUAdaptor) [SPEC 3.1]",
+      "rsf_in_topk + renorm_epsilon 1e-20 + tanh sigmoid + lower index wins: flashinfer-ai/flashinfer "
+      "csrc/fused_moe/noAuxTcKernels.cu (deepseek_v3_topk_kernel), csrc/fused_moe/moeTopKFuncs.cuh [SPEC 2.1]",
+      "fast_math_exp: flashinfer-ai/flashinfer flashinfer/jit/core.py (gen_jit_spec -use_fast_math) [SPEC 1.5]",
+      "quantizer fast-math, zero test on vecMax: flashinfer-ai/flashinfer "
+      "csrc/nv_internal/tensorrt_llm/kernels/quantization_utils.cuh (cvt_warp_fp16_to_fp4) [SPEC 1.5]",
+      "global activation scales: flashinfer-ai/flashinfer paths take max() over experts [SPEC 1.9]",
+      "combine bf16 RED atomics (use_fused_finalize=True default): flashinfer-ai/flashinfer "
+      "csrc/nv_internal/tensorrt_llm/cutlass_extensions/include/cutlass_extensions/epilogue/collective/"
+      "epilogue_moe_finalize.hpp, flashinfer/fused_moe/core.py [SPEC 3.6]",
+      "shared expert weight 1/rsf: flashinfer-ai/flashinfer include/flashinfer/fused_moe/hash_topk.cuh [SPEC 2.4]",
+  };
+  return p;
+}
+
+Profile trtllm_gen() {
+  Profile p;
+  p.name = "trtllm-gen";
+  p.summary = "FlashInfer trtllm_fp4_block_scale_moe: bf16 routing weights with rsf inside, fp32 finalize";
+  p.w13_order = W13Order::kUpGate;
+  p.rsf_in_topk = true;
+  p.routing_weight_dtype = WeightDtype::kBf16;
+  p.renorm_epsilon = 1e-20;
+  p.tie_rule = TieRule::kLowerIndexWins;
+  p.quantizer = QuantizerVariant::kFastMath;
+  p.zero_scale_rule = ZeroScaleRule::kVecMaxTest;
+  p.per_expert_act_scales = false;
+  p.combine = CombineAccum::kFp32SlotOrder;
+  p.shared_fused_weight_inv_rsf = false;
+  p.sigmoid_form = SigmoidForm::kTanh;
+  p.fast_math_exp = true;
+  p.bias_dtype = WeightDtype::kBf16;
+  p.sources = {
+      "w13_order [up; gate] (+ layout-only interleave): flashinfer-ai/flashinfer "
+      "csrc/fused_moe/trtllm_backend/trtllm_fused_moe_dev_kernel.cu (activationKernel), flashinfer/fused_moe/"
+      "core.py (reorder_rows_for_gated_act_gemm) [SPEC 3.1]",
+      "rsf_in_topk, tanh sigmoid, mSumEpsilon 1e-20f, lower index wins: flashinfer-ai/flashinfer "
+      "csrc/fused_moe/trtllm_backend/trtllm_fused_moe_routing_deepseek.cu (routingMainKernel), "
+      "trtllm_fused_moe_routing_runner.cu, include/flashinfer/trtllm/fused_moe/RoutingKernelTopK.cuh [SPEC 2.1]",
+      "routing_weight_dtype bf16: flashinfer-ai/flashinfer flashinfer/fused_moe/core.py ('expert_weights tensor "
+      "is always bfloat16') [SPEC 2.1, 2.2]",
+      "bias_dtype bf16: sgl-project/sglang python/sglang/srt/models/deepseek_v2.py (MoEGate.__init__: bf16 "
+      "e_score_correction_bias for modelopt_fp4 + flashinfer_trtllm) [SPEC 2.1]",
+      "fast_math_exp: flashinfer-ai/flashinfer flashinfer/jit/core.py [SPEC 1.5]",
+      "quantizer fast-math, vecMax zero test (input quantization via fp4_quantize): flashinfer-ai/flashinfer "
+      "csrc/nv_internal/tensorrt_llm/kernels/quantization_utils.cuh; FC2 quantization fused in closed cubins "
+      "[UNVERIFIED, SPEC 3.4]",
+      "combine fp32 in slot order, weights bf16: flashinfer-ai/flashinfer csrc/fused_moe/trtllm_backend/"
+      "trtllm_fused_moe_dev_kernel.cu (finalizeKernel) [SPEC 3.6]",
+      "shared expert weight 1.0 (rsf already in the routed weights): SPEC 2.4 (trtllm-gen fused shared experts)",
+  };
+  return p;
+}
+
+Profile vllm() {
+  Profile p;
+  p.name = "vllm";
+  p.summary = "vLLM CUTLASS NVFP4 MoE: [gate; up], sfd zero test, rsf applied on the output";
+  p.w13_order = W13Order::kGateUp;
+  p.rsf_in_topk = false;
+  p.routing_weight_dtype = WeightDtype::kFp32;
+  p.renorm_epsilon = 0.0;
+  p.tie_rule = TieRule::kLowerIndexWins;
+  p.quantizer = QuantizerVariant::kFastMath;
+  p.zero_scale_rule = ZeroScaleRule::kScaleTest;
+  p.per_expert_act_scales = true;
+  p.combine = CombineAccum::kBf16Products;
+  p.shared_fused_weight_inv_rsf = true;
+  p.sigmoid_form = SigmoidForm::kReciprocal;
+  p.fast_math_exp = false;
+  p.sources = {
+      "w13_order [gate; up]: vllm-project/vllm (native order; loaders swap only for FlashInfer backends: "
+      "vllm/model_executor/layers/quantization/utils/flashinfer_fp4_moe.py reorder_w1w3_to_w3w1) [SPEC 3.1]",
+      "quantizer fast-math + zero test on sfd: vllm-project/vllm csrc/quantization/fp4/nvfp4_utils.cuh "
+      "(cvt_warp_fp16_to_fp4) [SPEC 1.5]",
+      "tie_rule lower index: vllm-project/vllm topk_softmax (shared with sgl-kernel "
+      "moe_topk_softmax_kernels.cu) [SPEC 2.2]",
+      "rsf_in_topk=false, renorm_epsilon 0, per-expert scales, bf16 combine products: [UNVERIFIED] not in "
+      "SPEC.md; the rsf placement is exactly what BUGZOO Z1 (vllm-project/vllm PR 45037) got wrong",
+  };
+  return p;
+}
+
+Profile deepseek_ref() {
+  Profile p;
+  p.name = "deepseek-ref";
+  p.summary = "DeepSeek-V3 inference/model.py semantics: rsf in the gate, bf16 weights, bf16 combine by expert";
+  p.w13_order = W13Order::kGateUp;
+  p.rsf_in_topk = true;
+  p.routing_weight_dtype = WeightDtype::kBf16;
+  p.renorm_epsilon = 0.0;
+  p.tie_rule = TieRule::kUnspecified;
+  p.quantizer = QuantizerVariant::kReference;
+  p.zero_scale_rule = ZeroScaleRule::kScaleTest;
+  p.per_expert_act_scales = false;
+  p.combine = CombineAccum::kBf16Atomics;
+  p.shared_fused_weight_inv_rsf = true;
+  p.sigmoid_form = SigmoidForm::kReciprocal;
+  p.fast_math_exp = false;
+  p.sources = {
+      "w13 gate/up as w1/w3, Expert.forward = w2(silu(w1(x)) * w3(x)): deepseek-ai/DeepSeek-V3 "
+      "inference/model.py [SPEC 3.1]",
+      "rsf_in_topk (w *= route_scale), no epsilon, weights type_as(x) = bf16, torch.topk ties: "
+      "deepseek-ai/DeepSeek-V3 inference/model.py (Gate.forward) [SPEC 2.1]",
+      "combine bf16 y[idx] += ... by expert index (modelled as bf16 adds in any order): "
+      "deepseek-ai/DeepSeek-V3 inference/model.py (MoE.forward) [SPEC 3.6]",
+      "quantizer: the model has no NVFP4 kernel; the torch reference recipe (true division) is used: "
+      "vllm-project/vllm vllm/model_executor/layers/quantization/utils/nvfp4_emulation_utils.py [SPEC 1.5]",
+  };
+  return p;
+}
+
+Profile flashinfer_reference() {
+  Profile p;
+  p.name = "flashinfer-reference";
+  p.summary = "FlashInfer run_moe_reference_fp4 (moe_layer_golden.json): [up; gate], true-division quantizer, "
+              "fp32 combine in returned order, fp32 output";
+  p.w13_order = W13Order::kUpGate;
+  p.rsf_in_topk = true;
+  p.routing_weight_dtype = WeightDtype::kFp32;
+  p.renorm_epsilon = 1e-20;
+  p.tie_rule = TieRule::kUnspecified;
+  p.bf16_after_gemm1 = false;
+  p.bf16_after_activation = true;
+  p.bf16_after_gemm2 = false;
+  p.bf16_output = false;
+  p.quantizer = QuantizerVariant::kReference;
+  p.zero_scale_rule = ZeroScaleRule::kScaleTest;
+  p.per_expert_act_scales = false;
+  p.combine = CombineAccum::kFp32Unrounded;
+  p.shared_fused_weight_inv_rsf = true;
+  p.sigmoid_form = SigmoidForm::kReciprocal;
+  p.fast_math_exp = false;
+  p.sources = {
+      "w13_order [up; gate], one w13 global scale: flashinfer-ai/flashinfer tests/moe/trtllm_gen_fused_moe_utils.py "
+      "(run_moe_dequant: activation_func(x1) * x0) [golden README moe_layer_golden.json]",
+      "rsf inside weights, w/(sum + 1e-20)*rsf, always renormalized, torch.topk ties: flashinfer-ai/flashinfer "
+      "tests/moe/trtllm_gen_fused_moe_utils.py (noaux_tc_ref, routing_reference) [golden README]",
+      "quantizer true division, no 448 clamp (modelled as vLLM's clamp, see docs/profiles.md), zero test on the "
+      "scale: flashinfer-ai/flashinfer tests/test_helpers/utils_fp4.py (ref_fp4_quant) [golden README]",
+      "rounding points: fp32 GEMMs, bf16(act) before FC2 quantization, fp32 combine acc = fl(acc + fl(y*w)) in "
+      "returned order, fp32 output: flashinfer-ai/flashinfer tests/moe/trtllm_gen_fused_moe_utils.py "
+      "(run_moe_dequant) [golden README, Conventions (verified)]",
+      "global activation scales (one c over all T*k rows): same file (quant_fp4_batches, c_global_sf) "
+      "[golden README]",
+  };
+  return p;
+}
+
+}  // namespace
 
 const std::vector<Profile>& all_profiles() {
-  static const std::vector<Profile> profiles = {};
+  static const std::vector<Profile> profiles = {sglang_triton(), sglang_cutlass_fp4(), flashinfer_cutlass(),
+                                                trtllm_gen(),    vllm(),               deepseek_ref(),
+                                                flashinfer_reference()};
   return profiles;
 }
 

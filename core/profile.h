@@ -1,6 +1,6 @@
 #pragma once
 // Profile: the semantic contract a backend implements, as data (SPEC.md; one row per backend, each
-// field with its source in oracles/profiles.cpp). The oracle follows the profile; a kernel declares
+// field with its source in core/profile.cpp and docs/profiles.md). The oracle follows the profile; a kernel declares
 // the profile it claims. A profile is a documented contract, never an observed behaviour: where an
 // upstream reference violates the layer's semantics, the invariants flag it.
 //
@@ -10,6 +10,7 @@
 // Example:
 //   const moefuzz::Profile& p = moefuzz::profile_by_name("sglang-cutlass-fp4");  // throws InputError
 //   if (p.w13_order == moefuzz::W13Order::kUpGate) { ... }
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,8 +33,17 @@ enum class CombineAccum : uint8_t {
   kBf16Atomics,      // fused finalize: bf16 products added with bf16 atomics, any order
   kBf16Products,     // SGLang cutlass_moe_fp4: bf16(y * bf16(w)), summed in fp32, bf16 out
   kFp32Unrounded,    // FlashInfer reference: fp32 output, no final bf16 rounding
+  kBf16EpilogueProducts,  // SGLang Triton: bf16(fp32_acc * w) in the GEMM2 epilogue (w fp32, not
+                          // rounded), fp32 sum in slot order, x rsf if not in top-k, bf16 out
 };
 enum class TieRule : uint8_t { kLowerIndexWins, kUnspecified };
+// How the kernel evaluates sigmoid(x) in fp32 (SPEC.md §2.1 table). The routing oracle derives the
+// score error bound from it (oracles/routing_bounds.h): the reciprocal form is accurate relative to
+// s, the tanh form only absolutely (0.5*tanhf(0.5x)+0.5 is exactly 0 below x ~ -17).
+enum class SigmoidForm : uint8_t {
+  kReciprocal,  // 1/(1+expf(-x)) or torch.sigmoid (sgl-kernel moe_fused_gate, torch references)
+  kTanh,        // 0.5f*tanhf(0.5f*x)+0.5f (FlashInfer noAuxTc, trtllm-gen routing)
+};
 
 struct Profile {
   std::string name;
@@ -53,6 +63,10 @@ struct Profile {
   bool per_expert_act_scales = false;  // a1/a2 scales per expert (SGLang CUTLASS) or one global
   CombineAccum combine = CombineAccum::kFp32SlotOrder;
   bool shared_fused_weight_inv_rsf = true;  // fused shared expert weight 1/rsf before the rsf multiply
+  // Routing arithmetic (bounds only; the oracle itself computes in 50 digits).
+  SigmoidForm sigmoid_form = SigmoidForm::kReciprocal;
+  bool fast_math_exp = false;          // __expf / __fdividef (-use_fast_math builds), else precise expf
+  WeightDtype bias_dtype = WeightDtype::kFp32;  // e_score_correction_bias as the kernel reads it
   std::vector<std::string> sources;    // citations: repo + path (+ function) per field
 };
 

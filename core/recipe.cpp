@@ -1,5 +1,255 @@
+// Recipe validation and size estimation. Both must be safe on any recipe, including ones a fuzzer
+// built from raw bytes (enums out of range, negative or huge dims): no overflow, no allocation
+// proportional to a dimension.
 #include "core/recipe.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "core/case.h"
+
 namespace moefuzz {
-std::string validate(const CaseRecipe&) { return ""; }
-int64_t estimate_case_bytes(const CaseRecipe&) { return 0; }
+namespace {
+
+// Saturating non-negative arithmetic for byte counts: negative inputs count as 0.
+int64_t sat(int64_t v) { return v < 0 ? 0 : v; }
+int64_t sat_mul(int64_t a, int64_t b) {
+  int64_t out = 0;
+  if (__builtin_mul_overflow(sat(a), sat(b), &out)) return std::numeric_limits<int64_t>::max();
+  return out;
+}
+int64_t sat_add(int64_t a, int64_t b) {
+  int64_t out = 0;
+  if (__builtin_add_overflow(sat(a), sat(b), &out)) return std::numeric_limits<int64_t>::max();
+  return out;
+}
+int64_t sat_numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n = sat_mul(n, d);
+  return n;
+}
+
+template <class Enum>
+bool enum_in_range(Enum v, Enum last) {
+  return static_cast<uint8_t>(v) <= static_cast<uint8_t>(last);
+}
+
+std::optional<RecipeIssue> issue(std::string field, std::string message, int64_t edit = -1) {
+  return RecipeIssue{std::move(field), edit, std::move(message)};
+}
+
+std::optional<RecipeIssue> check_range(const char* field, int64_t v, int64_t lo, int64_t hi) {
+  if (v < lo || v > hi) return issue(field, fmt::format("{} is outside [{}, {}]", v, lo, hi));
+  return std::nullopt;
+}
+
+bool profile_name_ok(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                    c == '_' || c == '.';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+bool is_integer_in(double v, double lo, double hi) { return v >= lo && v <= hi && v == std::floor(v); }
+
+std::optional<RecipeIssue> check_shape(const CaseRecipe& r) {
+  const Shape& s = r.shape;
+  if (auto i = check_range("tokens", s.tokens, 1, kMaxTokens)) return i;
+  for (auto [field, v] : {std::pair{"hidden", s.hidden}, std::pair{"inter", s.inter}}) {
+    if (auto i = check_range(field, v, 16, kMaxHiddenOrInter)) return i;
+    if (v % 16 != 0) return issue(field, fmt::format("{} is not a multiple of 16 (NVFP4 block size)", v));
+  }
+  if (auto i = check_range("experts", s.experts, 1, kMaxExperts)) return i;
+  if (auto i = check_range("shared_experts", s.shared_experts, 0, kMaxExperts)) return i;
+  if (auto i = check_range("top_k", s.top_k, 1, kMaxTopK)) return i;
+  if (r.routing.mode != RoutingMode::kHash && s.top_k > s.experts)
+    return issue("top_k", fmt::format("{} exceeds experts ({})", s.top_k, s.experts));
+  if (auto i = check_range("n_group", s.n_group, 1, s.experts)) return i;
+  if (s.experts % s.n_group != 0)
+    return issue("n_group", fmt::format("{} does not divide experts ({})", s.n_group, s.experts));
+  if (auto i = check_range("topk_group", s.topk_group, 1, s.n_group)) return i;
+  if (r.routing.mode == RoutingMode::kSigmoidGrouped) {
+    const int64_t reachable = s.topk_group * (s.experts / s.n_group);
+    if (s.top_k > reachable)
+      return issue("top_k", fmt::format("{} exceeds the experts of the selected groups (topk_group {} x {} "
+                                        "experts per group = {})",
+                                        s.top_k, s.topk_group, s.experts / s.n_group, reachable));
+  }
+  return std::nullopt;
+}
+
+std::optional<RecipeIssue> check_routing(const CaseRecipe& r) {
+  const Routing& g = r.routing;
+  if (!enum_in_range(g.mode, RoutingMode::kHash)) return issue("routing", "unknown routing mode");
+  if (!enum_in_range(g.hash_score, ScoreFunc::kSoftmax)) return issue("hash_score", "unknown score function");
+  if (!enum_in_range(g.scale_placement, ScalePlacement::kCombine))
+    return issue("scale_placement", "unknown scale placement");
+  if (!enum_in_range(g.shared_fusion, SharedFusion::kFused)) return issue("shared_fusion", "unknown fusion");
+  if (!std::isfinite(g.routed_scaling_factor) || !(g.routed_scaling_factor > 0))
+    return issue("routed_scaling_factor", fmt::format("{} must be finite and > 0", g.routed_scaling_factor));
+  if (g.shared_fusion == SharedFusion::kFused && r.shape.shared_experts < 1)
+    return issue("shared_fusion", "fused needs shared_experts >= 1");
+  if (g.vocab != 0) {
+    if (auto i = check_range("vocab", g.vocab, 1, kMaxVocab)) return i;
+  }
+  return std::nullopt;
+}
+
+std::optional<RecipeIssue> check_quant_and_swiglu(const CaseRecipe& r) {
+  if (!enum_in_range(r.quant.activations, ActivationFormat::kBf16))
+    return issue("activations", "unknown format");
+  if (!enum_in_range(r.quant.act_scales, ActScaleMode::kPerExpert))
+    return issue("act_scales", "unknown mode");
+  const double ratio = r.quant.gate_up_scale_ratio;
+  if (!std::isfinite(ratio) || !(ratio > 0))
+    return issue("gate_up_scale_ratio", fmt::format("{} must be finite and > 0", ratio));
+  if (!(r.swiglu.limit > 0))
+    return issue("swiglu_limit", fmt::format("{} must be > 0 (inf = no clamp)", r.swiglu.limit));
+  if (!std::isfinite(r.swiglu.alpha))
+    return issue("swiglu_alpha", fmt::format("{} must be finite", r.swiglu.alpha));
+  if (!std::isfinite(r.swiglu.beta))
+    return issue("swiglu_beta", fmt::format("{} must be finite", r.swiglu.beta));
+  return std::nullopt;
+}
+
+std::optional<RecipeIssue> check_values(const ValueProfile& v) {
+  if (!enum_in_range(v.logits, LogitProfile::kLarge)) return issue("values.logits", "unknown profile");
+  if (!enum_in_range(v.bias, BiasProfile::kZero)) return issue("values.bias", "unknown profile");
+  if (!enum_in_range(v.table, TableProfile::kDuplicates)) return issue("values.table", "unknown profile");
+  if (!enum_in_range(v.weights, WeightProfile::kExpertSpread))
+    return issue("values.weights", "unknown profile");
+  if (!enum_in_range(v.hidden, HiddenProfile::kOutliers)) return issue("values.hidden", "unknown profile");
+  if (!enum_in_range(v.act_scale, ActScaleProfile::kFar)) return issue("values.act_scale", "unknown profile");
+  if (!enum_in_range(v.load, LoadProfile::kOneExpert)) return issue("values.load", "unknown profile");
+  return std::nullopt;
+}
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  return fmt::format("[{}]", fmt::join(shape, ", "));
+}
+
+std::optional<RecipeIssue> check_edit(const CaseRecipe& r, const Edit& e, int64_t n) {
+  const auto target = edit_target(r, e.tensor);
+  if (!target) return issue("edit", fmt::format("unknown tensor '{}'", e.tensor), n);
+  if (e.index.size() != target->shape.size())
+    return issue(
+        "edit",
+        fmt::format("tensor '{}' takes {} indices, got {}", e.tensor, target->shape.size(), e.index.size()),
+        n);
+  for (size_t d = 0; d < e.index.size(); ++d) {
+    if (e.index[d] < 0 || e.index[d] >= target->shape[d])
+      return issue("edit",
+                   fmt::format("index {} of '{}' is {}, outside its shape {}", d, e.tensor, e.index[d],
+                               shape_text(target->shape)),
+                   n);
+  }
+  const double v = e.value;
+  switch (target->kind) {
+    case EditValueKind::kReal:
+      return std::nullopt;
+    case EditValueKind::kFp4Code:
+      if (!is_integer_in(v, 0, 15))
+        return issue("edit", fmt::format("E2M1 code {} is not an integer in 0..15", v), n);
+      return std::nullopt;
+    case EditValueKind::kE4m3Byte:
+      if (!is_integer_in(v, 0, 255))
+        return issue("edit", fmt::format("E4M3 byte {} is not an integer in 0..255", v), n);
+      return std::nullopt;
+    case EditValueKind::kTokenId: {
+      const double vocab = static_cast<double>(r.hash_vocab());
+      if (!is_integer_in(v, 0, vocab - 1))
+        return issue("edit", fmt::format("token id {} is not an integer in 0..{} (vocab)", v, vocab - 1), n);
+      return std::nullopt;
+    }
+    case EditValueKind::kExpertId: {
+      const double experts = static_cast<double>(r.shape.experts);
+      if (!is_integer_in(v, 0, experts - 1))
+        return issue("edit",
+                     fmt::format("expert id {} is not an integer in 0..{} (experts - 1)", v, experts - 1), n);
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::vector<EditTarget> edit_targets(const CaseRecipe& r) {
+  const int64_t t = r.shape.tokens, h = r.shape.hidden, i = r.shape.inter, e = r.shape.experts;
+  const int64_t all = r.total_experts();
+  const bool has_bias = r.routing.mode == RoutingMode::kSigmoidGrouped && r.routing.correction_bias;
+  const bool hash = r.routing.mode == RoutingMode::kHash;
+  const int64_t act_scales = r.quant.act_scales == ActScaleMode::kGlobal ? 1 : all;
+  using K = EditValueKind;
+  return {
+      {"hidden", {t, h}, K::kReal},
+      {"logits", {t, e}, K::kReal},
+      {"bias", {has_bias ? e : 0}, K::kReal},
+      {"token_ids", {hash ? t : 0}, K::kTokenId},
+      {"hash_table", {hash ? r.hash_vocab() : 0, r.shape.top_k}, K::kExpertId},
+      {"gate.code", {all, i, h}, K::kFp4Code},
+      {"up.code", {all, i, h}, K::kFp4Code},
+      {"down.code", {all, h, i}, K::kFp4Code},
+      {"gate.scale", {all, i, h / kNvfp4BlockSize}, K::kE4m3Byte},
+      {"up.scale", {all, i, h / kNvfp4BlockSize}, K::kE4m3Byte},
+      {"down.scale", {all, h, i / kNvfp4BlockSize}, K::kE4m3Byte},
+      {"gate.global", {all}, K::kReal},
+      {"up.global", {all}, K::kReal},
+      {"down.global", {all}, K::kReal},
+      {"a1_scale", {act_scales}, K::kReal},
+      {"a2_scale", {act_scales}, K::kReal},
+  };
+}
+
+std::optional<EditTarget> edit_target(const CaseRecipe& r, std::string_view name) {
+  for (auto& t : edit_targets(r))
+    if (t.name == name) return t;
+  return std::nullopt;
+}
+
+std::optional<RecipeIssue> find_recipe_issue(const CaseRecipe& r) {
+  if (!profile_name_ok(r.profile)) return issue("profile", "must be 1..64 characters from [A-Za-z0-9._-]");
+  if (auto i = check_shape(r)) return i;
+  if (auto i = check_routing(r)) return i;
+  if (auto i = check_quant_and_swiglu(r)) return i;
+  if (auto i = check_values(r.values)) return i;
+  if (r.edits.size() > kMaxEdits)
+    return issue("edit", fmt::format("{} edits, more than the limit of {}", r.edits.size(), kMaxEdits));
+  for (size_t n = 0; n < r.edits.size(); ++n)
+    if (auto i = check_edit(r, r.edits[n], static_cast<int64_t>(n))) return i;
+  return std::nullopt;
+}
+
+std::string validate(const CaseRecipe& r) {
+  const auto i = find_recipe_issue(r);
+  if (!i) return "";
+  if (i->edit >= 0) return fmt::format("field 'edit' #{}: {}", i->edit + 1, i->message);
+  return fmt::format("field '{}': {}", i->field, i->message);
+}
+
+int64_t estimate_case_bytes(const CaseRecipe& r) {
+  // Element sizes of each tensor in core/case.h; FP4 codes are packed two per byte.
+  int64_t bytes = static_cast<int64_t>(sizeof(Case));
+  for (const auto& t : edit_targets(r)) {
+    const int64_t n = sat_numel(t.shape);
+    if (t.name == "hidden") {
+      bytes = sat_add(bytes, sat_mul(n, 2));  // bf16
+    } else if (t.kind == EditValueKind::kFp4Code) {
+      bytes = sat_add(bytes, n / 2 + n % 2);
+    } else if (t.kind == EditValueKind::kE4m3Byte) {
+      bytes = sat_add(bytes, n);
+    } else {
+      bytes = sat_add(bytes, sat_mul(n, 4));  // fp32 / int32
+    }
+  }
+  // Per-expert bookkeeping (three Nvfp4Matrix headers each).
+  bytes = sat_add(bytes, sat_mul(r.total_experts() < 0 ? 0 : r.total_experts(),
+                                 static_cast<int64_t>(sizeof(ExpertWeights))));
+  return bytes;
+}
+
 }  // namespace moefuzz

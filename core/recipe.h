@@ -12,7 +12,9 @@
 //   std::string text = moefuzz::to_text(r);      // "MOEFUZZ v1\n..." (core/recipe_text.h)
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace moefuzz {
@@ -34,13 +36,13 @@ enum class ActivationFormat : uint8_t { kNvfp4, kBf16 };  // W4A4 or W4A16
 enum class ActScaleMode : uint8_t { kGlobal, kPerExpert };
 
 struct Shape {
-  int64_t tokens = 4;        // T
-  int64_t hidden = 64;       // H, multiple of 16
-  int64_t inter = 32;        // I, multiple of 16
-  int64_t experts = 8;       // E (routed)
-  int64_t top_k = 2;         // k (routed slots)
-  int64_t n_group = 1;       // expert groups (sigmoid grouped routing)
-  int64_t topk_group = 1;    // selected groups
+  int64_t tokens = 4;      // T
+  int64_t hidden = 64;     // H, multiple of 16
+  int64_t inter = 32;      // I, multiple of 16
+  int64_t experts = 8;     // E (routed)
+  int64_t top_k = 2;       // k (routed slots)
+  int64_t n_group = 1;     // expert groups (sigmoid grouped routing)
+  int64_t topk_group = 1;  // selected groups
   int64_t shared_experts = 0;
   bool operator==(const Shape&) const = default;
 };
@@ -49,11 +51,11 @@ struct Routing {
   RoutingMode mode = RoutingMode::kSoftmax;
   ScoreFunc hash_score = ScoreFunc::kSqrtSoftplus;  // only for kHash
   bool renormalize = true;
-  bool correction_bias = true;                        // only for kSigmoidGrouped
-  double routed_scaling_factor = 1.0;                 // stored as written; kernels take fp32
+  bool correction_bias = true;         // only for kSigmoidGrouped
+  double routed_scaling_factor = 1.0;  // stored as written; kernels take fp32
   ScalePlacement scale_placement = ScalePlacement::kTopK;
   SharedFusion shared_fusion = SharedFusion::kSeparate;
-  int64_t vocab = 0;                                  // hash table rows; 0 = derived (4*T, at least 16)
+  int64_t vocab = 0;  // hash table rows; 0 = derived (4*T, at least 16)
   bool operator==(const Routing&) const = default;
 };
 
@@ -115,22 +117,82 @@ struct CaseRecipe {
   std::vector<Edit> edits;
   bool operator==(const CaseRecipe&) const = default;
 
+  // These helpers saturate instead of overflowing, so they are safe on unvalidated recipes.
   int64_t hash_vocab() const {
-    return routing.vocab > 0 ? routing.vocab : (shape.tokens * 4 < 16 ? 16 : shape.tokens * 4);
+    if (routing.vocab > 0) return routing.vocab;
+    int64_t four_t = 0;
+    if (__builtin_mul_overflow(shape.tokens, int64_t{4}, &four_t))
+      four_t = std::numeric_limits<int64_t>::max();
+    return four_t < 16 ? 16 : four_t;
   }
   // Experts that carry weights: routed then shared (shared expert j has id E + j).
-  int64_t total_experts() const { return shape.experts + shape.shared_experts; }
+  int64_t total_experts() const { return saturating_sum(shape.experts, shape.shared_experts); }
   // Slots per token in the kernel's top-k output: k, plus one per fused shared expert.
   int64_t slots() const {
-    return shape.top_k + (routing.shared_fusion == SharedFusion::kFused ? shape.shared_experts : 0);
+    return saturating_sum(shape.top_k,
+                          routing.shared_fusion == SharedFusion::kFused ? shape.shared_experts : 0);
+  }
+
+ private:
+  static int64_t saturating_sum(int64_t a, int64_t b) {
+    int64_t out = 0;
+    if (__builtin_add_overflow(a, b, &out))
+      return a < 0 ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max();
+    return out;
   }
 };
 
-// Semantic checks (alignment, k <= E, groups divide E, ...). Returns "" when valid, else one
-// message naming the field. Sizes are checked by estimate_case_bytes before any allocation.
-std::string validate(const CaseRecipe& r);
-// Bytes materialize() would allocate, computed without overflow (saturates at INT64_MAX).
-int64_t estimate_case_bytes(const CaseRecipe& r);
+// Caps on each dimension. They exist so that every size product in estimate_case_bytes and in
+// materialize() fits comfortably in int64 (the largest, (E+S)*I*H, stays below 2^58); the real
+// memory limit is max_case_bytes, checked against estimate_case_bytes.
+inline constexpr int64_t kMaxTokens = int64_t{1} << 24;
+inline constexpr int64_t kMaxHiddenOrInter = int64_t{1} << 20;
+inline constexpr int64_t kMaxExperts = int64_t{1} << 16;  // routed experts, and shared experts
+inline constexpr int64_t kMaxTopK = 1024;
+inline constexpr int64_t kMaxVocab = int64_t{1} << 24;  // hash table rows
+inline constexpr size_t kMaxEdits = 4096;
 inline constexpr int64_t kDefaultMaxCaseBytes = int64_t{2} << 30;  // 2 GiB
+
+// The first problem validate() finds. `field` is the recipe-text key (core/recipe_text.h), e.g.
+// "top_k", "values.logits" or "edit"; `edit` is the index into CaseRecipe::edits for "edit".
+struct RecipeIssue {
+  std::string field;
+  int64_t edit = -1;
+  std::string message;
+};
+// Example:
+//   if (auto issue = moefuzz::find_recipe_issue(r)) std::cerr << issue->field << ": " << issue->message;
+std::optional<RecipeIssue> find_recipe_issue(const CaseRecipe& r);
+// Semantic checks (alignment, k <= E, groups divide E, caps, edits in range, ...). Returns "" when
+// valid, else one message naming the field ("field 'top_k': 9 exceeds experts (8)").
+std::string validate(const CaseRecipe& r);
+// Bytes materialize() would allocate (every tensor of core/case.h for this recipe), computed with
+// saturating arithmetic: never overflows, saturates at INT64_MAX, treats negative dims as 0. Safe to
+// call on unvalidated recipes.
+int64_t estimate_case_bytes(const CaseRecipe& r);
+
+// Edit targets (core/case.h "Edit targets") with their shape for a given recipe. A tensor the recipe
+// does not materialize (bias without sigmoid+correction bias, token_ids/hash_table without hash
+// routing) has a zero-sized first dimension, so no index is valid.
+//
+// Example:
+//   auto t = moefuzz::edit_target(r, "gate.scale");   // shape {E+S, I, H/16}, kind kE4m3Byte
+//   if (t && t->shape.size() == e.index.size()) ...
+enum class EditValueKind : uint8_t {
+  kReal,      // any double incl. inf/nan (rounded to the tensor's dtype by materialize)
+  kFp4Code,   // integer 0..15
+  kE4m3Byte,  // integer 0..255
+  kTokenId,   // integer 0..vocab-1
+  kExpertId,  // integer 0..E-1
+};
+struct EditTarget {
+  std::string_view name;
+  std::vector<int64_t> shape;
+  EditValueKind kind = EditValueKind::kReal;
+};
+// All known edit targets, in a fixed order, shaped for `r`.
+std::vector<EditTarget> edit_targets(const CaseRecipe& r);
+// One target by name; std::nullopt for an unknown name.
+std::optional<EditTarget> edit_target(const CaseRecipe& r, std::string_view name);
 
 }  // namespace moefuzz

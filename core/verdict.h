@@ -41,7 +41,10 @@ struct Verdict {
   double max_ratio = 0;       // max error/bound over all compared elements (reported on pass too)
   int64_t compared = 0;       // number of elements compared (0 on a pass means vacuous)
 
+  // A vacuous verdict (the bound would also accept a trivial corruption) is neither a pass nor a
+  // failure: it is counted apart in summaries.
   bool passed() const { return outcome == Outcome::kPass || outcome == Outcome::kSkip; }
+  bool failed() const { return outcome == Outcome::kFail; }
   static Verdict pass(std::string invariant, std::string stage) {
     Verdict v; v.invariant = std::move(invariant); v.stage = std::move(stage); return v;
   }

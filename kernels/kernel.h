@@ -11,7 +11,9 @@
 //   if (k->supports(recipe).empty()) {
 //     moefuzz::LayerResult r = k->run_layer(c, {.tactic = 1});
 //   }
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,7 +33,26 @@ struct RunOptions {
   int threads = 1;
   // CANARY: the framework pre-fills outputs with this NaN payload; a kernel must overwrite all.
   uint32_t poison_bits = 0x7FC00001u;
+  // CANARY (kernels/canary.h): when non-null, the framework owns a guarded buffer of exactly T*H
+  // floats here (poisoned, with sentinel bands before and after) and the kernel writes its [T, H]
+  // output into it instead of out.output; run_guarded copies it back. Kernels that ignore it still
+  // work (their out.output is used, without band checks). Use output_span() below.
+  float* output_data = nullptr;
+  // Floats allocated after output_data's T*H (the trailing sentinel band). A correct kernel never
+  // touches them; they only let an overhanging mutant's stray store stay memory-safe (CANARY sees it).
+  int64_t output_slack = 0;
 };
+
+// Where a kernel writes its [T, H] output: the guarded buffer when the framework supplies one, else
+// out.output resized to `elements`.
+//
+// Example:
+//   std::span<float> y = moefuzz::output_span(opts, out.output, T * H);
+inline std::span<float> output_span(const RunOptions& opts, std::vector<float>& output, int64_t elements) {
+  if (opts.output_data != nullptr) return {opts.output_data, static_cast<size_t>(elements)};
+  if (static_cast<int64_t>(output.size()) != elements) output.resize(static_cast<size_t>(elements));
+  return {output.data(), output.size()};
+}
 
 class Kernel {
  public:

@@ -1,7 +1,8 @@
 #pragma once
 // The kernel registry: built-in kernels, composition-matrix cells, mutants and plugins by name.
-// `--kernel` takes a registry name or a path to a plugin .so (anything containing '/' or ending in
-// .so is loaded as a plugin, kernels/plugin_kernel.h).
+// `--kernel` takes a registry name or a path to a plugin .so: an exact registry name wins (composition
+// cells and mutants contain '/'); otherwise anything containing '/' or ending in .so is loaded as a
+// plugin (kernels/plugin_kernel.h).
 //
 // Example:
 //   for (const auto& e : moefuzz::kernel_registry()) std::cout << e.name << "\n";

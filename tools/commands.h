@@ -8,5 +8,9 @@ namespace moefuzz::cli {
 
 void add_list_command(CLI::App& app, int& exit_code);
 void add_show_command(CLI::App& app, int& exit_code);
+void add_check_command(CLI::App& app, int& exit_code);
+void add_replay_command(CLI::App& app, int& exit_code);
+void add_mutants_command(CLI::App& app, int& exit_code);
+void add_drift_command(CLI::App& app, int& exit_code);
 
 }  // namespace moefuzz::cli

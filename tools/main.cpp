@@ -1,15 +1,38 @@
 // moefuzz: differential testing and fuzzing of Mixture-of-Experts kernels. See README.md.
+#include <charconv>
 #include <iostream>
 
 #include "core/errors.h"
 #include "tools/commands.h"
+#include "tools/global_options.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"moefuzz: differential testing and fuzzing of MoE kernels (routing, NVFP4, grouped GEMM, combine)"};
+  CLI::App app{
+      "moefuzz: differential testing and fuzzing of MoE kernels (routing, NVFP4, grouped GEMM, combine)"};
   app.require_subcommand(1);
+  // Global options may also follow the subcommand (`moefuzz show F --max-case-bytes N`): subcommands
+  // created after this inherit fallthrough.
+  app.fallthrough();
+  app.add_option("--max-case-bytes", moefuzz::cli::global_options().max_case_bytes,
+                 "Largest case (bytes of materialized tensors) any command accepts; larger recipes exit 2")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            // CLI11 saturates an overflowing integer silently; a size limit must be exact.
+            int64_t value = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+            if (ec != std::errc() || end != text.data() + text.size() || value <= 0)
+              return "must be a positive byte count below 2^63, got '" + text + "'";
+            return "";
+          },
+          "BYTES"))
+      ->capture_default_str();
   int exit_code = moefuzz::kExitOk;
   moefuzz::cli::add_list_command(app, exit_code);
   moefuzz::cli::add_show_command(app, exit_code);
+  moefuzz::cli::add_check_command(app, exit_code);
+  moefuzz::cli::add_replay_command(app, exit_code);
+  moefuzz::cli::add_mutants_command(app, exit_code);
+  moefuzz::cli::add_drift_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

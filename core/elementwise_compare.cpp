@@ -1,0 +1,54 @@
+#include "core/elementwise_compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace moefuzz {
+
+Verdict compare_elementwise(const std::string& invariant, const std::string& stage, const std::vector<double>& got,
+                            const std::vector<double>& expected, const std::vector<double>& bound, int64_t rows,
+                            int64_t cols) {
+  Verdict v = Verdict::pass(invariant, stage);
+  std::vector<ElementError> failures;
+  int64_t failing = 0;
+  ElementError worst_pass{};
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      const size_t i = static_cast<size_t>(r * cols + c);
+      if (std::isnan(expected[i])) continue;
+      ++v.compared;
+      ElementError e{{.token = r, .element = c}, got[i], expected[i], bound[i]};
+      const bool finite_mismatch = !std::isfinite(got[i]) && std::isfinite(expected[i]);
+      const double ratio = finite_mismatch ? INFINITY : e.ratio();
+      const bool over = finite_mismatch || !(std::fabs(got[i] - expected[i]) <= bound[i]) ||
+                        (!std::isfinite(expected[i]) && got[i] != expected[i]);
+      if (!std::isnan(ratio)) v.max_ratio = std::max(v.max_ratio, ratio);
+      if (over) {
+        ++failing;
+        if (failures.size() < 4096) failures.push_back(e);
+      } else if (e.ratio() >= worst_pass.ratio()) {
+        worst_pass = e;
+      }
+    }
+  }
+  if (failing == 0) {
+    v.worst = worst_pass;
+    return v;
+  }
+  auto key = [](const ElementError& e) { return std::isfinite(e.got) ? e.ratio() : INFINITY; };
+  std::stable_sort(failures.begin(), failures.end(), [&](const ElementError& a, const ElementError& b) {
+    const bool an = !std::isfinite(a.got), bn = !std::isfinite(b.got);
+    if (an != bn) return an;  // non-finite first
+    return key(a) > key(b);
+  });
+  v.outcome = Outcome::kFail;
+  v.worst = failures.front();
+  v.worst_elements.assign(failures.begin(), failures.begin() + std::min<size_t>(30, failures.size()));
+  v.message = fmt::format("{} of {} elements exceed their bound (max error/bound {:.3g})", failing, v.compared,
+                          v.max_ratio);
+  return v;
+}
+
+}  // namespace moefuzz

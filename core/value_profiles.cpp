@@ -1,0 +1,421 @@
+#include "core/value_profiles.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <numeric>
+#include <string>
+
+#include "core/bf16.h"
+#include "core/e2m1.h"
+#include "core/e4m3.h"
+#include "core/rng.h"
+
+namespace moefuzz {
+namespace {
+
+// ---- helpers ---------------------------------------------------------------------------------------
+
+uint16_t to_bf16(double v) { return bf16_from_float(static_cast<float>(v)); }
+
+// Fisher-Yates permutation of 0..n-1 driven by `s` (index i draws from s.uniform_int(i, ...)).
+std::vector<int64_t> shuffled(int64_t n, const Stream& s) {
+  std::vector<int64_t> p(static_cast<size_t>(n));
+  std::iota(p.begin(), p.end(), int64_t{0});
+  for (int64_t i = n - 1; i > 0; --i) std::swap(p[static_cast<size_t>(i)], p[static_cast<size_t>(s.uniform_int(static_cast<uint64_t>(i), 0, i))]);
+  return p;
+}
+
+bool grouped(const CaseRecipe& r) { return r.routing.mode == RoutingMode::kSigmoidGrouped && r.shape.n_group > 1; }
+
+std::vector<uint8_t> membership(int64_t n, const std::vector<int64_t>& ids) {
+  std::vector<uint8_t> m(static_cast<size_t>(n), 0);
+  for (int64_t e : ids) m[static_cast<size_t>(e)] = 1;
+  return m;
+}
+
+// ---- hidden ----------------------------------------------------------------------------------------
+
+// Thresholds profile: each 16-block gets a max element +-6 * 2^j, so (with S_q = 512 = 2^9) the fast,
+// exact and reference quantizers all compute sf32 = 2^(9+j) exactly (fl(6 * RN(1/6)) = 1), an exact
+// E4M3 power of two for j in [-8, -1], and outScale = 2^-j. An element t * 2^j then scales to exactly
+// t: the E2M1 decision thresholds (ties) and grid points are hit on every quantizer variant.
+void draw_hidden_thresholds(const CaseRecipe& r, std::vector<uint16_t>& out) {
+  const int64_t h = r.shape.hidden, blocks = r.shape.tokens * h / kNvfp4BlockSize;
+  const Stream s(r.seed, "hidden.thresholds");
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const uint64_t head = s.bits(static_cast<uint64_t>(blk) * 17);
+    const int j = -1 - static_cast<int>(head % 8);       // block max 6 * 2^j <= 3 < planted amax
+    const int64_t max_pos = static_cast<int64_t>((head >> 8) % 16);
+    for (int64_t i = 0; i < kNvfp4BlockSize; ++i) {
+      const uint64_t b = s.bits(static_cast<uint64_t>(blk) * 17 + 1 + static_cast<uint64_t>(i));
+      const double sign = (b & 1) ? -1.0 : 1.0;
+      double unit;  // the value after scaling by outScale = 2^-j
+      if (i == max_pos) {
+        unit = kE2m1Max;
+      } else if ((b >> 1) % 8 < 7) {
+        unit = kE2m1Thresholds[(b >> 1) % 8];
+      } else {
+        unit = kE2m1Magnitudes[(b >> 4) % 8];
+      }
+      out[static_cast<size_t>(blk * kNvfp4BlockSize + i)] = to_bf16(sign * std::ldexp(unit, j));
+    }
+  }
+  // The planted global amax fixes the calibrated S_q (kThresholdsA1Scale).
+  const int64_t pos = s.child("amax").uniform_int(0, 0, h - 1);
+  out[static_cast<size_t>(pos)] = to_bf16((s.child("amax").bits(1) & 1) ? -kThresholdsHiddenAmax : kThresholdsHiddenAmax);
+}
+
+// ---- logits ----------------------------------------------------------------------------------------
+
+double base_logit(LogitProfile p, const Stream& s, uint64_t i) {
+  switch (p) {
+    case LogitProfile::kAllNegative:
+      return -(0.25 + 2.0 * std::fabs(s.normal(i)));   // < -0.25
+    case LogitProfile::kVeryNegative:
+      return -(95.0 + 25.0 * s.uniform(i));             // [-120, -95]: fp32 sigmoid underflows (Z5)
+    case LogitProfile::kLarge:
+      return 64.0 * s.normal(i);                        // |x| up to 384: exp overflows without max-subtraction
+    case LogitProfile::kNormal:
+    case LogitProfile::kTies:
+    case LogitProfile::kNearTies:
+      break;
+  }
+  return s.normal(i);
+}
+
+// Logit given to a steered expert: tier 2 = hot, 1 = companion, -1 = cold. The offset keeps the
+// expert's own order inside a tier (scaled by 2^-8 so tiers never overlap: ranges stay < 2048), and
+// the tier values keep the profile's sign (all_negative stays < 0, very_negative stays <= -90).
+double steered_logit(LogitProfile p, int tier, double v, double row_max, double row_min) {
+  if (tier < 0) return row_min - 8.0 + (v - row_min) * 0x1p-8;
+  const double offset = (v - row_max) * 0x1p-8;  // <= 0
+  switch (p) {
+    case LogitProfile::kAllNegative:
+      return row_max / (tier == 2 ? 4.0 : 2.0) + offset;
+    case LogitProfile::kVeryNegative:
+      return (tier == 2 ? -90.0 : -92.5) + offset;
+    default:
+      return row_max + 8.0 * tier + offset;
+  }
+}
+
+void place_ties(const CaseRecipe& r, std::vector<float>& logits) {
+  const int64_t t_count = r.shape.tokens, e_count = r.shape.experts, k = r.shape.top_k;
+  if (k >= e_count) return;  // every expert is selected: there is no k-th boundary
+  const Stream s(r.seed, "logits.ties");
+  std::vector<int64_t> order(static_cast<size_t>(e_count));
+  for (int64_t t = 0; t < t_count; ++t) {
+    float* row = logits.data() + t * e_count;
+    std::iota(order.begin(), order.end(), int64_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return row[a] > row[b]; });
+    const float kth = row[order[static_cast<size_t>(k - 1)]];
+    if (r.values.logits == LogitProfile::kTies) {
+      row[order[static_cast<size_t>(k)]] = kth;
+      // Half of the tokens get a three-way tie across the boundary.
+      if (k + 1 < e_count && (s.bits(static_cast<uint64_t>(t)) & 1)) row[order[static_cast<size_t>(k + 1)]] = kth;
+    } else {
+      row[order[static_cast<size_t>(k)]] = std::nextafter(kth, -std::numeric_limits<float>::infinity());
+    }
+  }
+}
+
+// ---- weights ---------------------------------------------------------------------------------------
+
+// Code distribution of a realistically quantized Gaussian block: y = |g| * 6 / 2.1 (a block of 16
+// normals has amax ~ 2.1 sigma), rounded by the E2M1 thresholds. P(|code| = m) from the half-normal
+// CDF at threshold / 2.86: {0.070, 0.137, 0.131, 0.121, 0.158, 0.161, 0.140, 0.080}, times 64 and
+// rounded so the counts sum to 64 (6 bits of a 7-bit draw; the 7th is the sign).
+constexpr std::array<int, 8> kCodeCounts = {5, 9, 8, 8, 10, 10, 9, 5};
+constexpr int kBitsPerCode = 7;
+constexpr uint64_t kPairMask = (uint64_t{1} << (2 * kBitsPerCode)) - 1;
+
+// 14 random bits -> one packed byte (two codes), by table: one lookup per output byte.
+const std::array<uint8_t, kPairMask + 1>& packed_pair_table() {
+  static const std::array<uint8_t, kPairMask + 1> table = [] {
+    std::array<uint8_t, 128> code_of{};
+    for (int b = 0; b < 128; ++b) {
+      int u = b & 0x3F, m = 0;
+      while (u >= kCodeCounts[static_cast<size_t>(m)]) u -= kCodeCounts[static_cast<size_t>(m++)];
+      code_of[static_cast<size_t>(b)] = static_cast<uint8_t>(m | ((b & 0x40) ? 0x8 : 0x0));
+    }
+    std::array<uint8_t, kPairMask + 1> t{};
+    for (size_t w = 0; w <= kPairMask; ++w) t[w] = static_cast<uint8_t>(code_of[w & 0x7F] | (code_of[w >> 7] << 4));
+    return t;
+  }();
+  return table;
+}
+
+// S_d of a kNormal matrix with reduction length K: ModelOpt's amax(W) / 2688 with amax(W) ~ 5 sigma
+// and sigma = 1/sqrt(K) (sqrt is correctly rounded IEEE, not a libm approximation).
+float normal_global_dequant(int64_t k) {
+  return static_cast<float>(5.0 / std::sqrt(static_cast<double>(k)) / (448.0 * 6.0));
+}
+
+// Bulk bits for the weight matrices, the largest tensors: SplitMix64 at position `index` of the
+// stream (one mixing round instead of Stream::bits' two; same counter-based determinism).
+uint64_t bulk_bits(const Stream& s, uint64_t index) { return mix64(s.key() + index * 0x9E3779B97F4A7C15ull); }
+
+// 256 scale bytes for the kNormal block-scale draw: block amax between 1.3 and 3 sigma with
+// amax(W) = 5 sigma, i.e. E4M3 value 448 * (1.3 + 1.7 u) / 5, u = (i + 0.5) / 256.
+const std::array<uint8_t, 256>& normal_scale_table() {
+  static const std::array<uint8_t, 256> table = [] {
+    std::array<uint8_t, 256> t{};
+    for (int i = 0; i < 256; ++i)
+      t[static_cast<size_t>(i)] = e4m3_from_float(static_cast<float>(448.0 * (1.3 + 1.7 * (i + 0.5) / 256.0) / 5.0));
+    return t;
+  }();
+  return table;
+}
+
+void fill_matrix(const CaseRecipe& r, const Stream& s, Nvfp4Matrix& m) {
+  const auto& pairs = packed_pair_table();
+  const auto& normal_scales = normal_scale_table();
+  const WeightProfile p = r.values.weights;
+  const bool any_scale = p == WeightProfile::kWideScales || p == WeightProfile::kTinyScales;
+  const int64_t blocks = m.rows * m.blocks_per_row();
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    // Two 64-bit draws per block: 16 codes x 7 bits in the low 56 bits of each, then c0's top byte
+    // places the block max (place 4 bits, sign 1, zero-block choice 2) and c1's top byte is the scale.
+    const uint64_t c0 = bulk_bits(s, static_cast<uint64_t>(blk) * 2);
+    const uint64_t c1 = bulk_bits(s, static_cast<uint64_t>(blk) * 2 + 1);
+    uint8_t* bytes = m.packed.data() + blk * (kNvfp4BlockSize / 2);
+    for (int j = 0; j < 4; ++j) {
+      bytes[j] = pairs[(c0 >> (2 * kBitsPerCode * j)) & kPairMask];
+      bytes[4 + j] = pairs[(c1 >> (2 * kBitsPerCode * j)) & kPairMask];
+    }
+    const uint64_t head = c0 >> 56;
+    // One element per block carries the block max (+-6), as a quantized block does.
+    set_fp4_code(bytes, static_cast<int64_t>(head & 15), (head & 16) ? 0xF : 0x7);
+    const uint8_t scale_bits = static_cast<uint8_t>(c1 >> 56);
+    uint8_t scale = any_scale ? static_cast<uint8_t>(1 + (scale_bits * 0x7Du) / 0xFFu)  // 1..0x7E, all finite > 0
+                              : normal_scales[scale_bits];
+    if (p == WeightProfile::kZeroBlocks && ((head >> 5) & 3) == 0) {
+      // All-zero block (1 in 4); codes 0x0 or 0x8 (-0); the scale byte as ModelOpt writes it (0x38 =
+      // 1.0: "pbs[pbs == 0] = 1.0"), 0x00, or left as drawn. The code bits are free to reuse here.
+      for (int64_t i = 0; i < kNvfp4BlockSize; ++i) set_fp4_code(bytes, i, ((c0 >> i) & 1) ? 0x8 : 0x0);
+      const uint64_t rule = (c1 & 0xFFFF) % 3;
+      if (rule == 0) scale = 0x38;
+      if (rule == 1) scale = 0x00;
+    }
+    m.scales[static_cast<size_t>(blk)] = scale;
+  }
+  // Tiny scales: guarantee an E4M3 subnormal scale byte (0x01..0x07) in every matrix.
+  if (p == WeightProfile::kTinyScales && blocks > 0) m.scales[0] = static_cast<uint8_t>(1 + s.child("subnormal").bits(0) % 7);
+}
+
+}  // namespace
+
+// ---- public ----------------------------------------------------------------------------------------
+
+LoadSteering load_steering(const CaseRecipe& r) {
+  LoadSteering out;
+  const int64_t e_count = r.shape.experts, k = r.shape.top_k;
+  const bool groups = grouped(r);
+  const int64_t n_group = groups ? r.shape.n_group : 1, per_group = e_count / n_group;
+  const Stream s(r.seed, "load");
+  if (r.values.load == LoadProfile::kOneExpert) {
+    const auto group_order = shuffled(n_group, s.child("groups"));
+    for (int64_t gi = 0; gi < n_group && static_cast<int64_t>(out.hot.size()) < k; ++gi) {
+      const int64_t g = group_order[static_cast<size_t>(gi)];
+      const auto members = shuffled(per_group, s.child("group." + std::to_string(g)));
+      for (int64_t m : members) {
+        if (static_cast<int64_t>(out.hot.size()) < k) out.hot.push_back(g * per_group + m);
+        else if (groups) out.companions.push_back(g * per_group + m);
+      }
+    }
+  } else if (r.values.load == LoadProfile::kZeroTokenExperts) {
+    if (groups && r.shape.n_group > r.shape.topk_group) {
+      // Whole groups go cold, so the group selection never needs them.
+      const int64_t n_cold = std::min(std::max<int64_t>(1, n_group / 4), n_group - r.shape.topk_group);
+      const auto group_order = shuffled(n_group, s.child("groups"));
+      for (int64_t gi = 0; gi < n_cold; ++gi)
+        for (int64_t m = 0; m < per_group; ++m) out.cold.push_back(group_order[static_cast<size_t>(gi)] * per_group + m);
+    } else {
+      const int64_t n_cold = std::min(std::max<int64_t>(1, e_count / 4), e_count - k);
+      const auto order = shuffled(e_count, s.child("experts"));
+      for (int64_t i = 0; i < n_cold; ++i) out.cold.push_back(order[static_cast<size_t>(i)]);
+    }
+    std::sort(out.cold.begin(), out.cold.end());
+  }
+  return out;
+}
+
+std::vector<uint16_t> draw_hidden(const CaseRecipe& r) {
+  const int64_t t_count = r.shape.tokens, h = r.shape.hidden, n = t_count * h;
+  std::vector<uint16_t> out(static_cast<size_t>(n));
+  const Stream s(r.seed, "hidden");
+  switch (r.values.hidden) {
+    case HiddenProfile::kThresholds:
+      draw_hidden_thresholds(r, out);
+      return out;
+    case HiddenProfile::kTokenSpread:
+      // Token t scaled by 2^(8 - 20 t / (T-1)): 2^8 down to 2^-12 under one calibrated scale. The
+      // smallest tokens' block scales (~448 * amax_block / amax) fall below 2^-10: E4M3 underflow
+      // (a 2^16 spread only reaches E4M3 subnormals; docs/value-profiles.md).
+      for (int64_t t = 0; t < t_count; ++t) {
+        const int e = t_count > 1 ? 8 - static_cast<int>(20 * t / (t_count - 1)) : 0;
+        for (int64_t i = 0; i < h; ++i) out[static_cast<size_t>(t * h + i)] = to_bf16(std::ldexp(s.normal(static_cast<uint64_t>(t * h + i)), e));
+      }
+      return out;
+    default:
+      break;
+  }
+  for (int64_t i = 0; i < n; ++i) out[static_cast<size_t>(i)] = to_bf16(s.normal(static_cast<uint64_t>(i)));
+  if (r.values.hidden == HiddenProfile::kZeroBlocks) {
+    const Stream z = s.child("zero");
+    for (int64_t blk = 0; blk < n / kNvfp4BlockSize; ++blk)
+      if (blk == 0 || z.bits(static_cast<uint64_t>(blk)) % 4 == 0)
+        std::fill_n(out.begin() + blk * kNvfp4BlockSize, kNvfp4BlockSize, uint16_t{0});
+    // One whole token of zeros (amax 0 for the row) when there is more than one token.
+    if (t_count > 1) std::fill_n(out.begin() + (t_count - 1) * h, h, uint16_t{0});
+  } else if (r.values.hidden == HiddenProfile::kOutliers) {
+    // Per token max(1, H/256) outliers of magnitude 2^6..2^11 (LLM activation outliers ~100x typical).
+    const Stream o = s.child("outliers");
+    const int64_t per_token = std::max<int64_t>(1, h / 256);
+    for (int64_t t = 0; t < t_count; ++t)
+      for (int64_t j = 0; j < per_token; ++j) {
+        const uint64_t idx = static_cast<uint64_t>(t * per_token + j);
+        const int64_t pos = o.uniform_int(idx * 3, 0, h - 1);
+        const double mag = std::ldexp(1.0 + o.uniform(idx * 3 + 1), 6 + static_cast<int>(o.bits(idx * 3 + 2) % 5));
+        out[static_cast<size_t>(t * h + pos)] = to_bf16((o.bits(idx * 3 + 2) & 0x100) ? -mag : mag);
+      }
+  }
+  return out;
+}
+
+std::vector<float> draw_logits(const CaseRecipe& r) {
+  const int64_t t_count = r.shape.tokens, e_count = r.shape.experts;
+  std::vector<double> v(static_cast<size_t>(t_count * e_count));
+  const Stream s(r.seed, "logits");
+  for (size_t i = 0; i < v.size(); ++i) v[i] = base_logit(r.values.logits, s, i);
+
+  const LoadSteering st = load_steering(r);
+  if (!st.hot.empty() || !st.cold.empty()) {
+    std::vector<int> tier(static_cast<size_t>(e_count), 0);
+    for (int64_t e : st.hot) tier[static_cast<size_t>(e)] = 2;
+    for (int64_t e : st.companions) tier[static_cast<size_t>(e)] = 1;
+    for (int64_t e : st.cold) tier[static_cast<size_t>(e)] = -1;
+    for (int64_t t = 0; t < t_count; ++t) {
+      double* row = v.data() + t * e_count;
+      const double mx = *std::max_element(row, row + e_count), mn = *std::min_element(row, row + e_count);
+      for (int64_t e = 0; e < e_count; ++e)
+        if (tier[static_cast<size_t>(e)] != 0) row[e] = steered_logit(r.values.logits, tier[static_cast<size_t>(e)], row[e], mx, mn);
+    }
+  }
+  std::vector<float> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<float>(v[i]);
+  if (r.values.logits == LogitProfile::kTies || r.values.logits == LogitProfile::kNearTies) place_ties(r, out);
+  return out;
+}
+
+std::vector<float> draw_bias(const CaseRecipe& r) {
+  if (r.routing.mode != RoutingMode::kSigmoidGrouped || !r.routing.correction_bias) return {};
+  const int64_t e_count = r.shape.experts;
+  const Stream s(r.seed, "bias");
+  // Under (near-)tie logits every expert gets the same bias, so equal logits stay equal biased scores.
+  const bool shared_value = r.values.logits == LogitProfile::kTies || r.values.logits == LogitProfile::kNearTies;
+  std::vector<double> b(static_cast<size_t>(e_count));
+  for (int64_t e = 0; e < e_count; ++e) {
+    const uint64_t i = shared_value ? 0 : static_cast<uint64_t>(e);
+    switch (r.values.bias) {
+      case BiasProfile::kSmall: b[static_cast<size_t>(e)] = 0.05 * s.normal(i); break;
+      case BiasProfile::kDominant: b[static_cast<size_t>(e)] = 4.0 * s.normal(i); break;  // spread >> sigmoid's (0,1)
+      case BiasProfile::kNegative: b[static_cast<size_t>(e)] = -(1.5 + 0.5 * std::fabs(s.normal(i))); break;  // s + b < 0
+      case BiasProfile::kZero: b[static_cast<size_t>(e)] = 0.0; break;
+    }
+  }
+  // Steering: sigmoid scores lie in [0, 1], so a bias margin of >= 1 decides the order whatever the
+  // logits; zero bias stays zero (the steered logits alone decide, sigmoid being monotone).
+  const LoadSteering st = load_steering(r);
+  if (r.values.bias != BiasProfile::kZero && (!st.hot.empty() || !st.cold.empty())) {
+    const double mx = *std::max_element(b.begin(), b.end()), mn = *std::min_element(b.begin(), b.end());
+    const bool negative = r.values.bias == BiasProfile::kNegative;  // mx <= -1.5: keep every bias < 0
+    for (int64_t e : st.hot) b[static_cast<size_t>(e)] = negative ? mx / 4.0 : mx + 4.0;
+    for (int64_t e : st.companions) b[static_cast<size_t>(e)] = negative ? mx / 2.0 : mx + 2.0;
+    for (int64_t e : st.cold) b[static_cast<size_t>(e)] = mn - 2.0;
+  }
+  std::vector<float> out(b.size());
+  for (size_t i = 0; i < b.size(); ++i) out[i] = bf16_to_float(to_bf16(b[i]));
+  return out;
+}
+
+HashRoutingTables draw_hash_routing(const CaseRecipe& r) {
+  HashRoutingTables out;
+  if (r.routing.mode != RoutingMode::kHash) return out;
+  const int64_t t_count = r.shape.tokens, vocab = r.hash_vocab(), k = r.shape.top_k, e_count = r.shape.experts;
+  const Stream s(r.seed, "hash");
+  out.token_ids.resize(static_cast<size_t>(t_count));
+  for (int64_t t = 0; t < t_count; ++t) out.token_ids[static_cast<size_t>(t)] = static_cast<int32_t>(s.uniform_int(static_cast<uint64_t>(t), 0, vocab - 1));
+
+  const LoadSteering st = load_steering(r);
+  std::vector<int64_t> pool;
+  if (!st.hot.empty()) {
+    pool = st.hot;
+  } else {
+    const auto cold = membership(e_count, st.cold);
+    for (int64_t e = 0; e < e_count; ++e)
+      if (!cold[static_cast<size_t>(e)]) pool.push_back(e);
+  }
+  const int64_t p = static_cast<int64_t>(pool.size());
+  out.table.resize(static_cast<size_t>(vocab * k));
+  const Stream rows = s.child("rows");
+  std::vector<int64_t> scratch;
+  for (int64_t v = 0; v < vocab; ++v) {
+    int32_t* row = out.table.data() + v * k;
+    const Stream rs(rows.key() ^ mix64(static_cast<uint64_t>(v)));
+    // Distinct ids while the pool lasts (partial Fisher-Yates), then with replacement (k > pool).
+    scratch = pool;
+    for (int64_t j = 0; j < k; ++j) {
+      if (j < p) {
+        const int64_t pick = rs.uniform_int(static_cast<uint64_t>(j), j, p - 1);
+        std::swap(scratch[static_cast<size_t>(j)], scratch[static_cast<size_t>(pick)]);
+        row[j] = static_cast<int32_t>(scratch[static_cast<size_t>(j)]);
+      } else {
+        row[j] = static_cast<int32_t>(pool[static_cast<size_t>(rs.uniform_int(static_cast<uint64_t>(j), 0, p - 1))]);
+      }
+    }
+  }
+  if (r.values.table == TableProfile::kDuplicates && k >= 2) {
+    // Half of the rows, and always the row token 0 reads, repeat one id in a later slot (Z8).
+    const Stream d = s.child("duplicates");
+    for (int64_t v = 0; v < vocab; ++v) {
+      if (v != out.token_ids[0] && (d.bits(static_cast<uint64_t>(v) * 3) & 1)) continue;
+      const int64_t dst = d.uniform_int(static_cast<uint64_t>(v) * 3 + 1, 1, k - 1);
+      const int64_t src = d.uniform_int(static_cast<uint64_t>(v) * 3 + 2, 0, dst - 1);
+      out.table[static_cast<size_t>(v * k + dst)] = out.table[static_cast<size_t>(v * k + src)];
+    }
+  }
+  return out;
+}
+
+ExpertWeights draw_expert_weights(const CaseRecipe& r, int64_t expert) {
+  const int64_t h = r.shape.hidden, i = r.shape.inter;
+  ExpertWeights w{Nvfp4Matrix(i, h), Nvfp4Matrix(i, h), Nvfp4Matrix(h, i)};
+  const uint64_t e = static_cast<uint64_t>(expert);
+  const auto matrix_stream = [&](std::string_view name) { return Stream(mix64(derive_seed(r.seed, name) ^ mix64(e))); };
+  const Stream gate_s = matrix_stream("weights.gate"), up_s = matrix_stream("weights.up"), down_s = matrix_stream("weights.down");
+  fill_matrix(r, gate_s, w.gate);
+  fill_matrix(r, up_s, w.up);
+  fill_matrix(r, down_s, w.down);
+
+  float gate_sd = normal_global_dequant(h), down_sd = normal_global_dequant(i);
+  const Stream g = matrix_stream("weights.global");
+  if (r.values.weights == WeightProfile::kTinyScales) {
+    // S_d = 2^-n, n in [23, 80]: with E4M3 values in [2^-9, 448] the effective block scale stays in
+    // [2^-89, 448 * 2^-23] = [1.6e-27, 5.3e-5], inside kTinyScalesMin..kTinyScalesMax.
+    gate_sd = std::ldexp(1.0f, -static_cast<int>(g.uniform_int(0, 23, 80)));
+    down_sd = std::ldexp(1.0f, -static_cast<int>(g.uniform_int(1, 23, 80)));
+  } else if (r.values.weights == WeightProfile::kExpertSpread) {
+    // Per-expert factor 2^f, f in [-4, 4]: magnitudes across experts differ by up to 2^8.
+    const int f = static_cast<int>(g.uniform_int(2, -4, 4));
+    gate_sd = std::ldexp(gate_sd, f);
+    down_sd = std::ldexp(down_sd, f);
+  }
+  w.gate.global_dequant = gate_sd;
+  w.up.global_dequant = static_cast<float>(static_cast<double>(gate_sd) * r.quant.gate_up_scale_ratio);
+  w.down.global_dequant = down_sd;
+  return w;
+}
+
+}  // namespace moefuzz

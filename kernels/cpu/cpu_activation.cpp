@@ -1,0 +1,38 @@
+// SiLU(gate) * up (SPEC.md §3.3) in fp32 from the gemm1 outputs, with the optional SwiGLU clamp:
+// gate = min(gate, L), up = clamp(up, -L, L), out = gate * sigmoid(alpha * gate) * (up + beta).
+// With the defaults the plain form g / (1 + exp(-g)) * u is used, as the production kernels do.
+#include <cmath>
+#include <vector>
+
+#include "core/bf16.h"
+#include "kernels/cpu/cpu_stages.h"
+#include "kernels/cpu/parallel.h"
+
+namespace moefuzz::cpu {
+
+std::vector<float> cpu_activation(std::span<const float> gemm1, int64_t rows, const CpuConfig& cfg) {
+  const int64_t I = cfg.inter;
+  std::vector<float> out(static_cast<size_t>(rows * I));
+  const bool plain = std::isinf(cfg.swiglu_limit) && cfg.swiglu_limit > 0 && cfg.swiglu_alpha == 1.0f &&
+                     cfg.swiglu_beta == 0.0f;
+  const float L = cfg.swiglu_limit;
+  parallel_for(rows, cfg.threads, [&](int64_t r) {
+    const float* g = gemm1.data() + r * 2 * I;
+    const float* u = g + I;
+    float* h = out.data() + r * I;
+    for (int64_t i = 0; i < I; ++i) {
+      float v;
+      if (plain) {
+        v = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+      } else {
+        const float gate = std::fmin(g[i], L);
+        const float lin = std::fmax(std::fmin(u[i], L), -L);
+        v = gate * (1.0f / (1.0f + std::exp(-(cfg.swiglu_alpha * gate)))) * (lin + cfg.swiglu_beta);
+      }
+      h[i] = cfg.bf16_after_activation ? round_to_bf16(v) : v;
+    }
+  });
+  return out;
+}
+
+}  // namespace moefuzz::cpu

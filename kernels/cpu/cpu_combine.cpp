@@ -1,0 +1,94 @@
+// Combine (SPEC.md §3.6): the weighted sum of each token's slot outputs, x rsf when the runner owns
+// it, then + shared (a bf16 add). Accumulation follows Profile::combine; on the CPU every variant sums
+// in slot order (the bf16-atomics variant's "any order" is fixed to slot order).
+//
+// The store to `out` is done in N tiles (32 or 64 columns, by tactic) from a tile-sized scratch row,
+// the way a GPU epilogue stores; the Z9 mutant forgets the N mask and stores whole tiles.
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <vector>
+
+#include "core/bf16.h"
+#include "core/errors.h"
+#include "kernels/cpu/cpu_stages.h"
+#include "kernels/cpu/parallel.h"
+
+namespace moefuzz::cpu {
+namespace {
+
+// bf16 by truncation toward zero (the Z13 mutant's accumulator conversion: `bits >> 16`).
+float truncate_to_bf16(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  b &= 0xFFFF0000u;
+  std::memcpy(&x, &b, 4);
+  return x;
+}
+
+}  // namespace
+
+void cpu_combine(std::span<const float> gemm2, const RoutingDecision& route, std::span<const float> shared,
+                 const CpuConfig& cfg, std::span<float> out) {
+  const int64_t T = route.tokens, S = route.slots, H = cfg.hidden;
+  if (static_cast<int64_t>(gemm2.size()) != T * S * H) throw InputError("gemm2 size does not match [rows, H]");
+  if (static_cast<int64_t>(out.size()) < T * H) throw InputError("output buffer smaller than [T, H]");
+  const bool has_shared = !shared.empty();
+  const int64_t tile = cfg.tactic == 1 ? 64 : 32;
+  // Z6: a lost update on odd-numbered runs - the last slot of one token (which one depends on the run)
+  // is overwritten instead of added, as an unsynchronized read-modify-write would.
+  const int64_t racy_token = cfg.dev.racy_combine && (cfg.run_index % 2 == 1) ? (cfg.run_index / 2) % T : -1;
+  // Z9: the store loop walks tokens from last to first, as a GPU grid may retire them, so an overhang
+  // lands on a row that was already stored.
+  const bool reverse = cfg.dev.store_tile_overhang;
+  auto token_job = [&](int64_t job) {
+    const int64_t t = reverse ? T - 1 - job : job;
+    std::vector<float> scratch(static_cast<size_t>(tile));
+    for (int64_t h0 = 0; h0 < H; h0 += tile) {
+      std::fill(scratch.begin(), scratch.end(), 0.0f);
+      const int64_t width = std::min(tile, H - h0);
+      for (int64_t j = 0; j < width; ++j) {
+        const int64_t h = h0 + j;
+        float acc = 0.0f;
+        for (int64_t s = 0; s < S; ++s) {
+          if (cfg.dev.duplicate_id_drops_slot) {  // Z8: a repeated id is assumed impossible and skipped
+            bool seen = false;
+            for (int64_t q = 0; q < s; ++q) seen |= route.ids[t * S + q] == route.ids[t * S + s];
+            if (seen) continue;
+          }
+          const float w = route.weights[t * S + s];
+          const float y = gemm2[(t * S + s) * H + h];
+          float term;
+          switch (cfg.combine) {
+            case CombineAccum::kBf16Products: term = round_to_bf16(y * round_to_bf16(w)); break;
+            case CombineAccum::kBf16Atomics: term = round_to_bf16(w * y); break;
+            default: term = w * y; break;
+          }
+          if (t == racy_token && s == S - 1) acc = term;  // Z6
+          else acc = acc + term;
+          if (cfg.dev.bf16_truncated_products) acc = truncate_to_bf16(acc);  // Z13
+          if (cfg.combine == CombineAccum::kBf16Atomics) acc = round_to_bf16(acc);
+        }
+        if (cfg.combine_applies_rsf) acc = acc * cfg.rsf;
+        float routed = cfg.bf16_output ? round_to_bf16(acc) : acc;
+        if (has_shared) routed = cfg.bf16_output ? round_to_bf16(routed + shared[t * H + h]) : routed + shared[t * H + h];
+        scratch[j] = routed;
+      }
+      const int64_t store = cfg.dev.store_tile_overhang ? tile : width;  // Z9: no N mask
+      for (int64_t j = 0; j < store; ++j) {
+        const int64_t idx = t * H + h0 + j;
+        if (idx >= static_cast<int64_t>(out.size())) break;  // memory-safe: the view ends here
+        // CANARY mutant: accumulates into the output buffer as if it were zero-initialized.
+        out[idx] = cfg.dev.accumulate_into_output ? out[idx] + scratch[j] : scratch[j];
+      }
+    }
+  };
+  // The overhang mutant stores serially (its point is the order); the rest splits tokens over threads.
+  if (reverse) {
+    for (int64_t job = 0; job < T; ++job) token_job(job);
+  } else {
+    parallel_for(T, cfg.threads, token_job);
+  }
+}
+
+}  // namespace moefuzz::cpu

@@ -1,0 +1,67 @@
+// make_cpu_config / cpu_supports: the recipe + claimed profile -> the plain data every stage reads.
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/errors.h"
+#include "kernels/cpu/cpu_stages.h"
+#include "kernels/kernel.h"
+
+namespace moefuzz::cpu {
+
+CpuConfig make_cpu_config(const CaseRecipe& r, const Profile& p, const RunOptions& opts) {
+  if (opts.tactic < 0 || opts.tactic >= kCpuTactics)
+    throw InputError("tactic " + std::to_string(opts.tactic) + " out of range [0, " + std::to_string(kCpuTactics) + ")");
+  CpuConfig c;
+  c.tokens = r.shape.tokens;
+  c.hidden = r.shape.hidden;
+  c.inter = r.shape.inter;
+  c.experts = r.shape.experts;
+  c.top_k = r.shape.top_k;
+  c.shared_experts = r.shape.shared_experts;
+  c.n_group = r.shape.n_group;
+  c.topk_group = r.shape.topk_group;
+  c.slots = r.slots();
+  c.mode = r.routing.mode;
+  c.hash_score = r.routing.hash_score;
+  c.renormalize = r.routing.renormalize;
+  c.correction_bias = r.routing.correction_bias;
+  c.rsf = static_cast<float>(r.routing.routed_scaling_factor);
+  // The profile, never the recipe's flag, says where rsf goes (oracles/routing_ref.h).
+  c.topk_applies_rsf = p.rsf_in_topk;
+  c.combine_applies_rsf = !p.rsf_in_topk;
+  // A profile epsilon of 0 (DeepSeek reference) would turn an all-underflowed sigmoid row into 0/0;
+  // a correct kernel must stay finite (FINITE), so 0 means the production value 1e-20 (SPEC.md §2.1,
+  // FlashInfer/trtllm-gen mSumEpsilon), which leaves every sum >= 2^-66 unchanged.
+  c.renorm_epsilon = p.renorm_epsilon > 0 ? static_cast<float>(p.renorm_epsilon) : 1e-20f;
+  c.weights_bf16 = p.routing_weight_dtype == WeightDtype::kBf16;
+  c.shared_fusion = r.routing.shared_fusion;
+  c.shared_weight_inv_rsf = p.shared_fused_weight_inv_rsf;
+  c.w4a4 = r.quant.activations == ActivationFormat::kNvfp4;
+  c.w13_order = p.w13_order;
+  c.quantizer = p.quantizer;
+  c.zero_rule = p.zero_scale_rule;
+  c.bf16_after_gemm1 = p.bf16_after_gemm1;
+  c.bf16_after_activation = p.bf16_after_activation;
+  c.bf16_after_gemm2 = p.bf16_after_gemm2;
+  c.bf16_output = p.bf16_output;
+  c.combine = p.combine;
+  c.swiglu_limit = static_cast<float>(r.swiglu.limit);
+  c.swiglu_alpha = static_cast<float>(r.swiglu.alpha);
+  c.swiglu_beta = static_cast<float>(r.swiglu.beta);
+  c.tactic = opts.tactic;
+  c.threads = std::max(1, opts.threads);
+  return c;
+}
+
+std::string cpu_supports(const CaseRecipe& r) {
+  if (std::string why = validate(r); !why.empty()) return "invalid recipe: " + why;
+  // Per-expert decoded weight tiles are [K, 64] floats and intermediates [T*slots, max(2I, H)]
+  // floats; the case's own byte cap (estimate_case_bytes) bounds both to a few times the case size.
+  if (r.shape.hidden % 16 != 0 || r.shape.inter % 16 != 0) return "H and I must be multiples of 16";
+  if (r.routing.mode == RoutingMode::kSigmoidGrouped && r.shape.experts % r.shape.n_group != 0)
+    return "n_group must divide E";
+  return "";
+}
+
+}  // namespace moefuzz::cpu

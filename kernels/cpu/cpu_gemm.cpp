@@ -1,0 +1,217 @@
+// GEMM1 and GEMM2 of the expert MLP (SPEC.md §3.2, §3.5), grouped by expert.
+//
+// Precision contract (like the block-scaled tensor-core MMA): per 16-element K block, the code
+// products are summed exactly (E2M1 x E2M1 products are multiples of 1/4 up to 36, so 16 of them sum
+// exactly in fp32), multiplied by sfa * sfw (exact: 4+4 significant bits) - so each block term is
+// exact - and block terms are accumulated in fp32; then fl(alpha * acc) and the bf16 rounding point.
+// W4A16 multiplies bf16 activations by the decoded weight codes instead; its 16-term partials round.
+//
+// Tactics (RunOptions::tactic) differ only in fp32 association of the block terms:
+//   0: N tile 32, acc += term for every block in K order;
+//   1: N tile 64, per 64-element K tile a partial sum of its 4 block terms, acc += partial.
+//
+// Vectorization: per expert and N tile the weight codes are decoded once to a [K, Ntile] float tile
+// (N contiguous), so every inner loop is an independent-lane fp32 loop over n the compiler vectorizes
+// without reassociating anything.
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <vector>
+
+#include "core/bf16.h"
+#include "core/e2m1.h"
+#include "core/e4m3.h"
+#include "core/errors.h"
+#include "kernels/cpu/cpu_stages.h"
+#include "kernels/cpu/index_math.h"
+#include "kernels/cpu/parallel.h"
+
+namespace moefuzz::cpu {
+namespace {
+
+struct Lut {
+  float v[16];
+  explicit Lut(bool negative_zero_nonzero) {
+    for (int c = 0; c < 16; ++c) v[c] = e2m1_to_float(static_cast<uint8_t>(c));
+    if (negative_zero_nonzero) v[8] = -0.5f;  // format mutant: -0 code decoded as nonzero
+  }
+};
+
+int tile_n(const CpuConfig& cfg) { return cfg.tactic == 1 ? 64 : 32; }
+
+// Row of the scale matrix actually read for weight row n (Z10 mutant: the partial last 128-row tile of
+// the 128x4 swizzled layout is indexed with its 32x4 atom transposed; a row past the end reads the
+// zero padding, reported as -1).
+int64_t scale_row_read(int64_t n, int64_t rows, const CpuConfig& cfg) {
+  if (!cfg.dev.swizzle_tail_transposed) return n;
+  const int64_t base = rows / 128 * 128;
+  if (n < base) return n;
+  const int64_t local = n - base;
+  const int64_t read = base + (local % 4) * 32 + local / 4;
+  return read < rows ? read : -1;
+}
+
+// One weight matrix slice [n0, n0 + nt) of `w` for expert e, decoded into a [K, nt] tile.
+struct WeightTile {
+  std::vector<float> codes;   // [K, nt]
+  std::vector<float> scales;  // [K/16, nt]
+};
+
+void decode_tile(const Nvfp4Matrix& w, const Nvfp4Matrix& scale_src, int64_t n0, int64_t nt, const Lut& lut,
+                 const CpuConfig& cfg, WeightTile& tile) {
+  const int64_t K = w.cols, Kb = K / 16;
+  tile.codes.assign(static_cast<size_t>(K * nt), 0.0f);
+  tile.scales.assign(static_cast<size_t>(Kb * nt), 0.0f);
+  for (int64_t j = 0; j < nt; ++j) {
+    const int64_t n = n0 + j;
+    if (n >= w.rows) continue;  // tile overhang past N: zero weights
+    const uint8_t* row = w.packed.data() + n * (K / 2);
+    for (int64_t k = 0; k < K; k += 2) {
+      const uint8_t byte = row[k / 2];
+      tile.codes[k * nt + j] = lut.v[byte & 0xF];
+      tile.codes[(k + 1) * nt + j] = lut.v[byte >> 4];
+    }
+    const int64_t sr = scale_row_read(n, w.rows, cfg);
+    for (int64_t kb = 0; kb < Kb; ++kb)
+      tile.scales[kb * nt + j] = sr < 0 ? 0.0f : e4m3_to_float(scale_src.scale(sr, kb));
+  }
+}
+
+// Activation operand of one expanded row: decoded codes (W4A4) or bf16 values (W4A16), plus the
+// per-block scale (1 for W4A16).
+struct ActRow {
+  std::vector<float> x;
+  std::vector<float> s;
+};
+
+// acc[0..nt) = sum over K of the row times the tile, per the tactic's association.
+void dot_tile(const ActRow& a, const WeightTile& w, int64_t K, int64_t nt, const CpuConfig& cfg, float* acc) {
+  const int64_t Kb = K / 16;
+  const int64_t group = cfg.tactic == 1 ? 4 : 1;  // blocks per partial sum
+  std::vector<float> p(static_cast<size_t>(nt)), part(static_cast<size_t>(nt));
+  for (int64_t n = 0; n < nt; ++n) acc[n] = 0.0f;
+  for (int64_t g0 = 0; g0 < Kb; g0 += group) {
+    for (int64_t n = 0; n < nt; ++n) part[n] = 0.0f;
+    for (int64_t kb = g0; kb < std::min(Kb, g0 + group); ++kb) {
+      for (int64_t n = 0; n < nt; ++n) p[n] = 0.0f;
+      for (int64_t j = 0; j < 16; ++j) {
+        const float xj = a.x[kb * 16 + j];
+        const float* wj = w.codes.data() + (kb * 16 + j) * nt;
+        for (int64_t n = 0; n < nt; ++n) p[n] += xj * wj[n];
+      }
+      const float sa = a.s[kb];
+      const float* sw = w.scales.data() + kb * nt;
+      for (int64_t n = 0; n < nt; ++n) part[n] += p[n] * (sa * sw[n]);
+    }
+    // Tactic 0: part is the single block term (0 + term is exact), so this is acc += term.
+    for (int64_t n = 0; n < nt; ++n) acc[n] += part[n];
+  }
+}
+
+void load_act_row(const std::optional<QuantizedRows>& q, const float* plain, int64_t r, int64_t K, const Lut& lut,
+                  ActRow& a) {
+  a.x.resize(static_cast<size_t>(K));
+  a.s.resize(static_cast<size_t>(K / 16));
+  if (q) {
+    const uint8_t* row = q->packed.data() + r * K / 2;
+    for (int64_t k = 0; k < K; k += 2) a.x[k] = lut.v[row[k / 2] & 0xF], a.x[k + 1] = lut.v[row[k / 2] >> 4];
+    for (int64_t kb = 0; kb < K / 16; ++kb) a.s[kb] = e4m3_to_float(q->scales[r * K / 16 + kb]);
+  } else {
+    for (int64_t k = 0; k < K; ++k) a.x[k] = plain[k];
+    for (int64_t kb = 0; kb < K / 16; ++kb) a.s[kb] = 1.0f;
+  }
+}
+
+std::vector<std::vector<int64_t>> rows_by_expert(const RoutingDecision& route, int64_t total_experts) {
+  std::vector<std::vector<int64_t>> rows(static_cast<size_t>(total_experts));
+  for (int64_t r = 0; r < route.tokens * route.slots; ++r) {
+    const int32_t e = route.ids[r];
+    if (e >= 0 && e < total_experts) rows[e].push_back(r);
+  }
+  return rows;
+}
+
+float act_dequant_scale(const std::vector<float>& s_q, int64_t e) {
+  return 1.0f / (s_q.size() == 1 ? s_q[0] : s_q[static_cast<size_t>(e)]);
+}
+
+// One matrix `w` (N = w.rows) for the rows of expert e, writing out[off(r) + col0 + n].
+void expert_matmul(const std::vector<int64_t>& rows, const Nvfp4Matrix& w, const Nvfp4Matrix& scale_src, float alpha,
+                   const std::function<void(int64_t, ActRow&)>& load, int64_t ldo, int64_t col0, bool round,
+                   const CpuConfig& cfg, const Lut& lut, std::vector<float>& out) {
+  const int64_t K = w.cols, N = w.rows, nt = tile_n(cfg);
+  WeightTile tile;
+  std::vector<ActRow> acts(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) load(rows[i], acts[i]);
+  std::vector<float> acc(static_cast<size_t>(nt));
+  for (int64_t n0 = 0; n0 < N; n0 += nt) {
+    decode_tile(w, scale_src, n0, nt, lut, cfg, tile);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      dot_tile(acts[i], tile, K, nt, cfg, acc.data());
+      const int64_t base = expanded_row_offset(rows[i], ldo, cfg.dev.int32_row_offset) + col0;
+      for (int64_t j = 0; j < nt && n0 + j < N; ++j) {
+        const int64_t idx = base + n0 + j;
+        if (idx < 0 || idx >= static_cast<int64_t>(out.size())) continue;  // Z7: wrapped offset lost
+        const float y = alpha * acc[j];
+        out[static_cast<size_t>(idx)] = round ? round_to_bf16(y) : y;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<float> cpu_gemm1(const Case& c, const RoutingDecision& route, const std::optional<QuantizedRows>& fc1_input,
+                             const CpuConfig& cfg) {
+  const int64_t H = cfg.hidden, I = cfg.inter, rows = route.tokens * route.slots;
+  const int64_t total = static_cast<int64_t>(c.experts.size());
+  std::vector<float> out(static_cast<size_t>(rows * 2 * I), 0.0f);
+  std::vector<float> x;
+  if (!fc1_input) {
+    x.resize(c.hidden.size());
+    for (size_t i = 0; i < x.size(); ++i) x[i] = bf16_to_float(c.hidden[i]);
+  }
+  const Lut lut(cfg.dev.negative_zero_nonzero);
+  const auto by_expert = rows_by_expert(route, total);
+  parallel_for(total, cfg.threads, [&](int64_t e) {
+    if (by_expert[e].empty()) return;
+    const ExpertWeights& ew = c.experts[e];
+    const ExpertWeights& scale_src = c.experts[cfg.dev.expert0_weight_scales ? 0 : e];  // Z12
+    const float a_d = fc1_input ? act_dequant_scale(c.a1_scale, e) : 1.0f;
+    const float alpha_gate = a_d * ew.gate.global_dequant;
+    const float alpha_up = a_d * (cfg.dev.up_uses_gate_global ? ew.gate.global_dequant : ew.up.global_dequant);  // Z11
+    auto load = [&](int64_t r, ActRow& a) {
+      load_act_row(fc1_input, fc1_input ? nullptr : x.data() + (r / route.slots) * H, r, H, lut, a);
+    };
+    // The backend's w13 order only changes which half is computed first; columns stay semantic.
+    const bool up_first = cfg.w13_order == W13Order::kUpGate;
+    for (int half = 0; half < 2; ++half) {
+      const bool is_up = (half == 0) == up_first;
+      expert_matmul(by_expert[e], is_up ? ew.up : ew.gate, is_up ? scale_src.up : scale_src.gate,
+                    is_up ? alpha_up : alpha_gate, load, 2 * I, is_up ? I : 0, cfg.bf16_after_gemm1, cfg, lut, out);
+    }
+  });
+  return out;
+}
+
+std::vector<float> cpu_gemm2(const Case& c, const RoutingDecision& route, const std::optional<QuantizedRows>& fc2_input,
+                             std::span<const float> activation, const CpuConfig& cfg) {
+  const int64_t H = cfg.hidden, I = cfg.inter, rows = route.tokens * route.slots;
+  const int64_t total = static_cast<int64_t>(c.experts.size());
+  std::vector<float> out(static_cast<size_t>(rows * H), 0.0f);
+  const Lut lut(cfg.dev.negative_zero_nonzero);
+  const auto by_expert = rows_by_expert(route, total);
+  parallel_for(total, cfg.threads, [&](int64_t e) {
+    if (by_expert[e].empty()) return;
+    const ExpertWeights& ew = c.experts[e];
+    const ExpertWeights& scale_src = c.experts[cfg.dev.expert0_weight_scales ? 0 : e];
+    const float alpha = (fc2_input ? act_dequant_scale(c.a2_scale, e) : 1.0f) * ew.down.global_dequant;
+    auto load = [&](int64_t r, ActRow& a) {
+      load_act_row(fc2_input, fc2_input ? nullptr : activation.data() + r * I, r, I, lut, a);
+    };
+    expert_matmul(by_expert[e], ew.down, scale_src.down, alpha, load, H, 0, cfg.bf16_after_gemm2, cfg, lut, out);
+  });
+  return out;
+}
+
+}  // namespace moefuzz::cpu

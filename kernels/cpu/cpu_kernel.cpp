@@ -1,0 +1,60 @@
+#include "kernels/cpu/cpu_kernel.h"
+
+#include "core/errors.h"
+#include "kernels/registry.h"
+
+namespace moefuzz::cpu {
+
+std::string CpuKernel::supports(const CaseRecipe& recipe) const {
+  try {
+    (void)profile_by_name(spec_.profile);
+  } catch (const InputError& e) {
+    return std::string("claimed profile unavailable: ") + e.what();
+  }
+  if (std::string why = cpu_supports(recipe); !why.empty()) return why;
+  return spec_.extra_supports ? spec_.extra_supports(recipe) : "";
+}
+
+CpuConfig CpuKernel::config_for(const Case& c, const RunOptions& opts) const {
+  CpuConfig cfg = make_cpu_config(c.recipe, profile_by_name(spec_.profile), opts);
+  cfg.dev = spec_.deviation;
+  if (spec_.adjust) spec_.adjust(cfg);
+  return cfg;
+}
+
+void CpuKernel::run_layer(const Case& c, const RunOptions& opts, LayerResult& out) const {
+  CpuConfig cfg = config_for(c, opts);
+  cfg.run_index = runs_++;
+  const int64_t n = cfg.tokens * cfg.hidden;
+  std::span<float> output = opts.output_data != nullptr
+                                ? std::span<float>(opts.output_data, static_cast<size_t>(n + std::max<int64_t>(0, opts.output_slack)))
+                                : output_span(opts, out.output, n);
+  cpu_run_layer(c, cfg, out, output);
+}
+
+}  // namespace moefuzz::cpu
+
+namespace moefuzz {
+
+void add_cpu_kernels(std::vector<KernelEntry>& out) {
+  struct Builtin {
+    const char* name;
+    const char* profile;
+    const char* what;
+  };
+  static const Builtin builtins[] = {
+      {"cpu", "sglang-cutlass-fp4", "optimized CPU NVFP4 MoE pipeline (SGLang CUTLASS FP4 contract)"},
+      {"cpu-flashinfer", "flashinfer-cutlass", "optimized CPU NVFP4 MoE pipeline (FlashInfer CUTLASS contract)"},
+      {"cpu-trtllm", "trtllm-gen", "optimized CPU NVFP4 MoE pipeline (trtllm-gen contract: bf16 weights)"},
+  };
+  for (const Builtin& b : builtins)
+    out.push_back({b.name, KernelKind::kBuiltin, [b] {
+                     cpu::CpuKernel::Spec spec;
+                     spec.name = b.name;
+                     spec.profile = b.profile;
+                     spec.description = b.what;
+                     return std::make_unique<cpu::CpuKernel>(std::move(spec));
+                   }});
+}
+
+}  // namespace moefuzz

@@ -1,0 +1,61 @@
+// SiLU*mul (SPEC.md §3.3) and FC2 input quantization (§3.4), fused: per permuted row and 16-column
+// block, h = bf16(silu(gate) * up) from the bf16 GEMM1 output (gate = the half the profile's w13
+// order says), then NVFP4 quantization of the bf16 h with the expert's a2 scale (§1.5; the value is
+// rounded to bf16 first, as CUTLASS quantizePackedFPXValue does).
+// Optional SwiGLU clamp: gate = min(gate, L), up = clamp(up, -L, L), out = gate*sigmoid(a*gate)*(up+b).
+// exp is the correctly-rounded-within-2-ulp expf, not fast-math __expf (docs/gpu.md).
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/launch.h"
+#include "kernels/cuda/nvfp4_block.cuh"
+
+namespace moefuzz::cuda {
+namespace {
+
+__global__ void activation_kernel(PipelineConfig cfg, DeviceBuffers b, int64_t max_rows) {
+  const int64_t I = cfg.inter, blocks_per_row = I / 16;
+  const int64_t total_rows = b.expert_offset[cfg.total_experts()];
+  const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= max_rows * blocks_per_row) return;
+  const int64_t row = i / blocks_per_row, kb = i % blocks_per_row;
+  if (row >= total_rows) return;
+  const int32_t pair = b.row_pair[row];
+  const uint16_t* g1 = b.g1 + row * (2 * I);
+  const uint16_t* gate = g1 + (cfg.up_first ? I : 0) + kb * 16;
+  const uint16_t* up = g1 + (cfg.up_first ? 0 : I) + kb * 16;
+  float h[16];
+  uint32_t hb[8];
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    float gv = bf16_bits_to_float(gate[j]);
+    float uv = bf16_bits_to_float(up[j]);
+    if (cfg.swiglu_clamped) {
+      gv = fminf(gv, cfg.swiglu_limit);
+      uv = fmaxf(fminf(uv, cfg.swiglu_limit), -cfg.swiglu_limit);
+    }
+    const float silu = __fdiv_rn(gv, __fadd_rn(1.0f, expf(-__fmul_rn(cfg.swiglu_alpha, gv))));
+    const uint16_t bits = pair >= 0 ? float_to_bf16_bits(__fmul_rn(silu, __fadd_rn(uv, cfg.swiglu_beta))) : 0;
+    h[j] = bf16_bits_to_float(bits);
+    if (j % 2 == 0) hb[j / 2] = bits;
+    else hb[j / 2] |= static_cast<uint32_t>(bits) << 16;
+  }
+  uint4* dst = reinterpret_cast<uint4*>(b.act + row * I + kb * 16);
+  dst[0] = make_uint4(hb[0], hb[1], hb[2], hb[3]);
+  dst[1] = make_uint4(hb[4], hb[5], hb[6], hb[7]);
+  const float s_q = pair >= 0 ? b.a2_scale_q[b.ids[pair]] : 1.0f;
+  Nvfp4Block q = quantize_block(h, s_q, cfg.zero_scale_by_vecmax);
+  if (pair < 0) q.scale = 0;
+  store_block(q, row, kb, I, b.a2_packed, b.a2_sf, b.a2_dq);
+}
+
+}  // namespace
+
+void launch_activation(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s) {
+  const int64_t n = cfg.max_rows() * (cfg.inter / 16);
+  if (n == 0) return;
+  constexpr int kThreads = 256;
+  activation_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, s>>>(cfg, b, cfg.max_rows());
+  MOEFUZZ_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace moefuzz::cuda

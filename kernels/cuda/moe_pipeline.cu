@@ -1,0 +1,384 @@
+// MoePipeline: device buffers, upload, stage sequencing and downloads (moe_pipeline.h).
+#include "kernels/cuda/moe_pipeline.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/errors.h"
+#include "core/swizzle.h"
+#include "kernels/cuda/launch.h"
+
+namespace moefuzz::cuda {
+
+int64_t PipelineConfig::max_rows() const {
+  const int64_t r = pairs() + total_experts() * (kMaxRowsPerTile - 1);
+  return (r + 127) / 128 * 128;
+}
+
+std::string unsupported_reason(const CaseRecipe& r, const Profile& p) {
+  if (r.quant.activations != ActivationFormat::kNvfp4) return "cuda: W4A16 (bf16 activations) not implemented";
+  if (p.quantizer != QuantizerVariant::kFastMath) return "cuda: only the fast-math NVFP4 quantizer is implemented";
+  if (p.combine != CombineAccum::kFp32SlotOrder && p.combine != CombineAccum::kBf16Products)
+    return "cuda: only the fp32 slot-order and bf16-products combines are implemented";
+  if (!p.bf16_after_gemm1 || !p.bf16_after_activation || !p.bf16_after_gemm2 || !p.bf16_output)
+    return "cuda: every stage rounds to bf16 in this pipeline";
+  if (p.routing_weight_dtype != WeightDtype::kFp32) return "cuda: routing weights are fp32";
+  if (r.shape.hidden % 16 != 0 || r.shape.inter % 16 != 0) return "cuda: hidden and inter must be multiples of 16";
+  if (r.shape.experts < 1 || r.shape.experts > 4096) return "cuda: experts must be in [1, 4096]";
+  if (r.shape.top_k < 1 || r.shape.top_k > r.shape.experts) return "cuda: top_k must be in [1, experts]";
+  if (r.routing.mode == RoutingMode::kSigmoidGrouped &&
+      (r.shape.n_group < 1 || r.shape.n_group > 256 || r.shape.experts % r.shape.n_group != 0 ||
+       r.shape.topk_group < 1 || r.shape.topk_group > r.shape.n_group ||
+       r.shape.topk_group * (r.shape.experts / r.shape.n_group) < r.shape.top_k))
+    return "cuda: grouped routing needs n_group in [1, 256] dividing E and topk_group * E/n_group >= top_k";
+  if (r.routing.shared_fusion == SharedFusion::kSeparate && r.shape.shared_experts > 1)
+    return "cuda: at most one separate shared expert";
+  if (r.shape.tokens < 0 || r.shape.tokens * (r.slots() + 1) > (int64_t{1} << 30))
+    return "cuda: tokens * slots must stay below 2^30 (int32 row ids)";
+  return "";
+}
+
+PipelineConfig config_for(const CaseRecipe& r, const Profile& p, int tactic) {
+  PipelineConfig c;
+  c.tokens = r.shape.tokens;
+  c.hidden = r.shape.hidden;
+  c.inter = r.shape.inter;
+  c.experts = r.shape.experts;
+  c.top_k = r.shape.top_k;
+  c.n_group = r.shape.n_group;
+  c.topk_group = r.shape.topk_group;
+  c.shared_experts = r.shape.shared_experts;
+  c.fused_shared = r.routing.shared_fusion == SharedFusion::kFused ? r.shape.shared_experts : 0;
+  c.separate_shared = r.routing.shared_fusion == SharedFusion::kSeparate ? r.shape.shared_experts : 0;
+  c.vocab = r.hash_vocab();
+  c.mode = static_cast<int>(r.routing.mode);
+  c.hash_score = static_cast<int>(r.routing.hash_score);
+  c.renormalize = r.routing.renormalize;
+  c.has_bias = r.routing.mode == RoutingMode::kSigmoidGrouped && r.routing.correction_bias;
+  c.rsf = static_cast<float>(r.routing.routed_scaling_factor);
+  c.rsf_in_topk = p.rsf_in_topk;
+  c.renorm_epsilon = static_cast<float>(p.renorm_epsilon);
+  c.fused_shared_weight_inv_rsf = p.shared_fused_weight_inv_rsf;
+  c.up_first = p.w13_order == W13Order::kUpGate;
+  c.zero_scale_by_vecmax = p.zero_scale_rule == ZeroScaleRule::kVecMaxTest;
+  c.combine_bf16_products = p.combine == CombineAccum::kBf16Products;
+  c.swiglu_clamped = std::isfinite(r.swiglu.limit);
+  c.swiglu_limit = c.swiglu_clamped ? static_cast<float>(r.swiglu.limit) : 0.0f;
+  c.swiglu_alpha = static_cast<float>(r.swiglu.alpha);
+  c.swiglu_beta = static_cast<float>(r.swiglu.beta);
+  c.tactic = std::clamp(tactic, 0, kNumTactics - 1);
+  return c;
+}
+
+namespace {
+template <typename T>
+T* device_alloc(std::vector<void*>& owned, int64_t count) {
+  void* p = nullptr;
+  MOEFUZZ_CUDA_CHECK(cudaMalloc(&p, static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T)));
+  owned.push_back(p);
+  return static_cast<T*>(p);
+}
+template <typename T>
+void upload(T* dst, const std::vector<T>& src) {
+  if (!src.empty()) MOEFUZZ_CUDA_CHECK(cudaMemcpy(dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice));
+}
+template <typename T>
+std::vector<T> download(const T* src, int64_t count) {
+  std::vector<T> v(static_cast<size_t>(count));
+  if (count > 0) MOEFUZZ_CUDA_CHECK(cudaMemcpy(v.data(), src, v.size() * sizeof(T), cudaMemcpyDeviceToHost));
+  return v;
+}
+}  // namespace
+
+struct MoePipeline::Impl {
+  PipelineConfig cfg;
+  DeviceBuffers b;
+  std::vector<void*> owned;
+  // Mutable views of the input buffers.
+  uint16_t* hidden = nullptr;
+  float *logits = nullptr, *bias = nullptr, *a1q = nullptr, *a2q = nullptr, *alpha1 = nullptr, *alpha2 = nullptr;
+  int32_t *token_ids = nullptr, *hash_table = nullptr;
+  uint8_t *w13 = nullptr, *w13_sf = nullptr, *w2 = nullptr, *w2_sf = nullptr;
+  int64_t w13_sf_per_expert = 0, w2_sf_per_expert = 0;
+
+  ~Impl() {
+    for (void* p : owned) cudaFree(p);
+  }
+
+  void allocate() {
+    const PipelineConfig& c = cfg;
+    const int64_t T = c.tokens, H = c.hidden, I = c.inter, E = c.experts, X = c.total_experts();
+    const int64_t S = c.all_slots(), rows = c.max_rows();
+    w13_sf_per_expert = sf_bytes_128x4(2 * I, H / 16);
+    w2_sf_per_expert = sf_bytes_128x4(H, I / 16);
+    hidden = device_alloc<uint16_t>(owned, T * H);
+    logits = device_alloc<float>(owned, T * E);
+    bias = device_alloc<float>(owned, E);
+    token_ids = device_alloc<int32_t>(owned, T);
+    hash_table = device_alloc<int32_t>(owned, c.vocab * c.top_k);
+    w13 = device_alloc<uint8_t>(owned, X * 2 * I * (H / 2));
+    w13_sf = device_alloc<uint8_t>(owned, X * w13_sf_per_expert);
+    w2 = device_alloc<uint8_t>(owned, X * H * (I / 2));
+    w2_sf = device_alloc<uint8_t>(owned, X * w2_sf_per_expert);
+    a1q = device_alloc<float>(owned, X);
+    a2q = device_alloc<float>(owned, X);
+    alpha1 = device_alloc<float>(owned, 2 * X);
+    alpha2 = device_alloc<float>(owned, X);
+    b.hidden = hidden; b.logits = logits; b.bias = c.has_bias ? bias : nullptr;
+    b.token_ids = token_ids; b.hash_table = hash_table;
+    b.w13 = w13; b.w13_sf = w13_sf; b.w2 = w2; b.w2_sf = w2_sf;
+    b.a1_scale_q = a1q; b.a2_scale_q = a2q; b.alpha1 = alpha1; b.alpha2 = alpha2;
+    b.ids = device_alloc<int32_t>(owned, T * S);
+    b.weights = device_alloc<float>(owned, T * S);
+    b.expert_count = device_alloc<int32_t>(owned, X);
+    b.expert_offset = device_alloc<int32_t>(owned, X + 1);
+    b.tile_expert = device_alloc<int32_t>(owned, rows / 16);
+    b.num_tiles = device_alloc<int32_t>(owned, 1);
+    b.row_pair = device_alloc<int32_t>(owned, rows);
+    b.pair_row = device_alloc<int64_t>(owned, T * S);
+    b.a1_packed = device_alloc<uint8_t>(owned, rows * H / 2);
+    b.a1_sf = device_alloc<uint8_t>(owned, sf_bytes_128x4(rows, H / 16));
+    b.a1_dq = device_alloc<uint16_t>(owned, rows * H);
+    b.g1 = device_alloc<uint16_t>(owned, rows * 2 * I);
+    b.act = device_alloc<uint16_t>(owned, rows * I);
+    b.a2_packed = device_alloc<uint8_t>(owned, rows * I / 2);
+    b.a2_sf = device_alloc<uint8_t>(owned, sf_bytes_128x4(rows, I / 16));
+    b.a2_dq = device_alloc<uint16_t>(owned, rows * I);
+    b.y = device_alloc<uint16_t>(owned, rows * H);
+    b.out = device_alloc<uint16_t>(owned, T * H);
+  }
+
+  int64_t total_rows() const {
+    int32_t v = 0;
+    MOEFUZZ_CUDA_CHECK(cudaMemcpy(&v, b.expert_offset + cfg.total_experts(), sizeof(v), cudaMemcpyDeviceToHost));
+    return v;
+  }
+
+  template <typename T>
+  std::vector<T> rows_of(const T* buf, int64_t cols, const std::vector<int64_t>& rows) const {
+    std::vector<T> out(rows.size() * static_cast<size_t>(cols));
+    if (rows.size() > 16) {
+      const std::vector<T> all = download(buf, total_rows() * cols);
+      for (size_t i = 0; i < rows.size(); ++i)
+        std::memcpy(out.data() + i * cols, all.data() + rows[i] * cols, static_cast<size_t>(cols) * sizeof(T));
+    } else {
+      for (size_t i = 0; i < rows.size(); ++i)
+        MOEFUZZ_CUDA_CHECK(cudaMemcpy(out.data() + i * cols, buf + rows[i] * cols, static_cast<size_t>(cols) * sizeof(T),
+                                      cudaMemcpyDeviceToHost));
+    }
+    return out;
+  }
+
+  void quant_rows(const uint8_t* packed_buf, const uint8_t* sf_buf, int64_t cols, const std::vector<int64_t>& rows,
+                  std::vector<uint8_t>& packed, std::vector<uint8_t>& scales) const {
+    packed = rows_of(packed_buf, cols / 2, rows);
+    const int64_t kb = cols / 16;
+    const std::vector<uint8_t> sf = download(sf_buf, sf_bytes_128x4(cfg.max_rows(), kb));
+    scales.resize(rows.size() * static_cast<size_t>(kb));
+    for (size_t i = 0; i < rows.size(); ++i)
+      for (int64_t k = 0; k < kb; ++k) scales[i * kb + k] = sf[static_cast<size_t>(sf_offset_128x4(rows[i], k, kb))];
+  }
+};
+
+MoePipeline::MoePipeline(const PipelineConfig& cfg) : impl_(std::make_unique<Impl>()) {
+  impl_->cfg = cfg;
+  impl_->allocate();
+}
+MoePipeline::~MoePipeline() = default;
+const PipelineConfig& MoePipeline::config() const { return impl_->cfg; }
+
+void MoePipeline::upload_case(const Case& c) {
+  Impl& m = *impl_;
+  const PipelineConfig& cfg = m.cfg;
+  const int64_t T = cfg.tokens, H = cfg.hidden, I = cfg.inter, E = cfg.experts, X = cfg.total_experts();
+  auto need = [](bool ok, const char* what) {
+    if (!ok) throw InputError(std::string("cuda kernel: case tensor '") + what + "' has the wrong size or values");
+  };
+  need(static_cast<int64_t>(c.hidden.size()) == T * H, "hidden");
+  need(static_cast<int64_t>(c.logits.size()) == T * E, "logits");
+  need(static_cast<int64_t>(c.experts.size()) == X, "experts");
+  need(!c.a1_scale.empty() && !c.a2_scale.empty(), "a1_scale/a2_scale");
+  need(c.a1_scale.size() == 1 || static_cast<int64_t>(c.a1_scale.size()) >= X, "a1_scale");
+  need(c.a2_scale.size() == 1 || static_cast<int64_t>(c.a2_scale.size()) >= X, "a2_scale");
+  if (cfg.has_bias) need(static_cast<int64_t>(c.bias.size()) == E, "bias");
+  if (cfg.mode == static_cast<int>(RoutingMode::kHash)) {
+    need(static_cast<int64_t>(c.token_ids.size()) == T, "token_ids");
+    need(static_cast<int64_t>(c.hash_table.size()) == cfg.vocab * cfg.top_k, "hash_table");
+    for (int32_t id : c.token_ids) need(id >= 0 && id < cfg.vocab, "token_ids");
+    for (int32_t e : c.hash_table) need(e >= 0 && e < E, "hash_table");
+    upload(m.token_ids, c.token_ids);
+    upload(m.hash_table, c.hash_table);
+  }
+  upload(m.hidden, c.hidden);
+  upload(m.logits, c.logits);
+  if (cfg.has_bias) upload(m.bias, c.bias);
+
+  std::vector<uint8_t> w13(static_cast<size_t>(X * 2 * I * (H / 2))), w13_sf(static_cast<size_t>(X * m.w13_sf_per_expert));
+  std::vector<uint8_t> w2(static_cast<size_t>(X * H * (I / 2))), w2_sf(static_cast<size_t>(X * m.w2_sf_per_expert));
+  std::vector<float> a1q(X), a2q(X), alpha1(2 * X), alpha2(X);
+  for (int64_t e = 0; e < X; ++e) {
+    const ExpertWeights& ew = c.experts[static_cast<size_t>(e)];
+    need(ew.gate.rows == I && ew.gate.cols == H && ew.up.rows == I && ew.up.cols == H && ew.down.rows == H &&
+             ew.down.cols == I,
+         "experts (shapes)");
+    const Nvfp4Matrix& first = cfg.up_first ? ew.up : ew.gate;
+    const Nvfp4Matrix& second = cfg.up_first ? ew.gate : ew.up;
+    const size_t half = static_cast<size_t>(I * (H / 2));
+    std::memcpy(w13.data() + e * 2 * half, first.packed.data(), half);
+    std::memcpy(w13.data() + e * 2 * half + half, second.packed.data(), half);
+    std::vector<uint8_t> lin(first.scales);
+    lin.insert(lin.end(), second.scales.begin(), second.scales.end());
+    const std::vector<uint8_t> sw = swizzle_128x4(lin, 2 * I, H / 16);
+    std::memcpy(w13_sf.data() + e * m.w13_sf_per_expert, sw.data(), sw.size());
+    std::memcpy(w2.data() + e * H * (I / 2), ew.down.packed.data(), static_cast<size_t>(H * (I / 2)));
+    const std::vector<uint8_t> sw2 = swizzle_128x4(ew.down.scales, H, I / 16);
+    std::memcpy(w2_sf.data() + e * m.w2_sf_per_expert, sw2.data(), sw2.size());
+    a1q[e] = c.a1_scale_for(e);
+    a2q[e] = c.a2_scale_for(e);
+    // GEMM epilogue alphas (SPEC.md §1.9): g_alpha = S_d(activation) * S_d(weight), fp32; the case
+    // stores the activation QUANTIZATION scale, so S_d(act) = fl(1 / S_q).
+    const float a1d = 1.0f / a1q[e], a2d = 1.0f / a2q[e];
+    alpha1[2 * e] = a1d * first.global_dequant;
+    alpha1[2 * e + 1] = a1d * second.global_dequant;
+    alpha2[e] = a2d * ew.down.global_dequant;
+  }
+  upload(m.w13, w13);
+  upload(m.w13_sf, w13_sf);
+  upload(m.w2, w2);
+  upload(m.w2_sf, w2_sf);
+  upload(m.a1q, a1q);
+  upload(m.a2q, a2q);
+  upload(m.alpha1, alpha1);
+  upload(m.alpha2, alpha2);
+}
+
+void MoePipeline::fill_random_device(uint64_t seed) {
+  Impl& m = *impl_;
+  const PipelineConfig& c = m.cfg;
+  const int64_t T = c.tokens, H = c.hidden, I = c.inter, X = c.total_experts();
+  // Codes: any byte. Scales: E4M3 bytes 0x20..0x3F (2^-3 .. 1.875; never NaN). Activations and
+  // logits: positive finite values below 2 (high byte <= 0x3F); never zeros (METHOD.md).
+  launch_fill_random(m.w13, X * 2 * I * (H / 2), seed + 1, 0xFF, 0, nullptr);
+  launch_fill_random(m.w2, X * H * (I / 2), seed + 2, 0xFF, 0, nullptr);
+  launch_fill_random(m.w13_sf, X * m.w13_sf_per_expert, seed + 3, 0x1F, 0x20, nullptr);
+  launch_fill_random(m.w2_sf, X * m.w2_sf_per_expert, seed + 4, 0x1F, 0x20, nullptr);
+  launch_fill_random(reinterpret_cast<uint8_t*>(m.hidden), T * H * 2, seed + 5, 0x3F, 0x01, nullptr);
+  launch_fill_random(reinterpret_cast<uint8_t*>(m.logits), T * c.experts * 4, seed + 6, 0x3F, 0x01, nullptr);
+  const std::vector<float> ones(static_cast<size_t>(X), 1.0f), alphas(static_cast<size_t>(2 * X), 1.0f / 64);
+  upload(m.a1q, ones);
+  upload(m.a2q, ones);
+  upload(m.alpha1, alphas);
+  upload(m.alpha2, std::vector<float>(alphas.begin(), alphas.begin() + X));
+  MOEFUZZ_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+void MoePipeline::run() {
+  Impl& m = *impl_;
+  const PipelineConfig& c = m.cfg;
+  const int64_t rows = c.max_rows();
+  cudaStream_t s = nullptr;
+  // Padding scale bytes (columns past K/16, rows past the last tile) must read 0x00 (SPEC.md §1.8).
+  MOEFUZZ_CUDA_CHECK(cudaMemsetAsync(m.b.a1_sf, 0, sf_bytes_128x4(rows, c.hidden / 16), s));
+  MOEFUZZ_CUDA_CHECK(cudaMemsetAsync(m.b.a2_sf, 0, sf_bytes_128x4(rows, c.inter / 16), s));
+  MOEFUZZ_CUDA_CHECK(cudaMemsetAsync(m.b.pair_row, 0xFF, static_cast<size_t>(c.pairs()) * sizeof(int64_t), s));
+  launch_routing(c, m.b, s);
+  launch_align(c, m.b, s);
+  launch_quantize_fc1(c, m.b, s);
+  launch_gemm1(c, m.b, s);
+  launch_activation(c, m.b, s);
+  launch_gemm2(c, m.b, s);
+  launch_combine(c, m.b, s);
+  MOEFUZZ_CUDA_CHECK(cudaStreamSynchronize(s));
+  MOEFUZZ_CUDA_CHECK(cudaGetLastError());
+}
+
+float MoePipeline::time_gemms_ms(int iters) {
+  Impl& m = *impl_;
+  cudaEvent_t start, stop;
+  MOEFUZZ_CUDA_CHECK(cudaEventCreate(&start));
+  MOEFUZZ_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<float> ms;
+  for (int i = 0; i < iters + 3; ++i) {  // 3 warm-ups
+    MOEFUZZ_CUDA_CHECK(cudaEventRecord(start));
+    launch_gemm1(m.cfg, m.b, nullptr);
+    launch_gemm2(m.cfg, m.b, nullptr);
+    MOEFUZZ_CUDA_CHECK(cudaEventRecord(stop));
+    MOEFUZZ_CUDA_CHECK(cudaEventSynchronize(stop));
+    float t = 0;
+    MOEFUZZ_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+    if (i >= 3) ms.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  std::sort(ms.begin(), ms.end());
+  return ms.empty() ? 0.0f : ms[ms.size() / 2];
+}
+
+std::vector<uint16_t> MoePipeline::download_output() const {
+  return download(impl_->b.out, impl_->cfg.tokens * impl_->cfg.hidden);
+}
+void MoePipeline::download_routing(std::vector<int32_t>& ids, std::vector<float>& weights) const {
+  const int64_t n = impl_->cfg.tokens * impl_->cfg.all_slots();
+  ids = download(impl_->b.ids, n);
+  weights = download(impl_->b.weights, n);
+}
+Permutation MoePipeline::download_permutation() const {
+  Permutation p;
+  p.rows = impl_->total_rows();
+  p.row_pair = download(impl_->b.row_pair, p.rows);
+  p.pair_row = download(impl_->b.pair_row, impl_->cfg.pairs());
+  return p;
+}
+void MoePipeline::download_fc1_rows(const std::vector<int64_t>& rows, std::vector<uint8_t>& packed,
+                                    std::vector<uint8_t>& scales) const {
+  impl_->quant_rows(impl_->b.a1_packed, impl_->b.a1_sf, impl_->cfg.hidden, rows, packed, scales);
+}
+void MoePipeline::download_fc2_rows(const std::vector<int64_t>& rows, std::vector<uint8_t>& packed,
+                                    std::vector<uint8_t>& scales) const {
+  impl_->quant_rows(impl_->b.a2_packed, impl_->b.a2_sf, impl_->cfg.inter, rows, packed, scales);
+}
+std::vector<uint16_t> MoePipeline::download_gemm1_rows(const std::vector<int64_t>& rows) const {
+  return impl_->rows_of(impl_->b.g1, 2 * impl_->cfg.inter, rows);
+}
+std::vector<uint16_t> MoePipeline::download_act_rows(const std::vector<int64_t>& rows) const {
+  return impl_->rows_of(impl_->b.act, impl_->cfg.inter, rows);
+}
+std::vector<uint16_t> MoePipeline::download_gemm2_rows(const std::vector<int64_t>& rows) const {
+  return impl_->rows_of(impl_->b.y, impl_->cfg.hidden, rows);
+}
+
+int64_t MoePipeline::gemm_min_bytes() const {
+  const PipelineConfig& c = impl_->cfg;
+  const std::vector<int32_t> count = download(impl_->b.expert_count, c.total_experts());
+  int64_t bytes = 0, rows = 0;
+  for (int32_t n : count) {
+    rows += n;
+    if (n > 0)
+      bytes += 2 * c.inter * (c.hidden / 2) + impl_->w13_sf_per_expert + c.hidden * (c.inter / 2) + impl_->w2_sf_per_expert;
+  }
+  // bf16 activations: A1 read, GEMM1 out written, A2 read, GEMM2 out written.
+  bytes += rows * 2 * (c.hidden + 2 * c.inter + c.inter + c.hidden);
+  return bytes;
+}
+
+bool cuda_device_available(std::string* why) {
+  int n = 0;
+  const cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess || n == 0) {
+    if (why) *why = e != cudaSuccess ? cudaGetErrorString(e) : "no CUDA device";
+    cudaGetLastError();
+    return false;
+  }
+  return true;
+}
+
+std::string cuda_device_name() {
+  cudaDeviceProp p{};
+  if (cudaGetDeviceProperties(&p, 0) != cudaSuccess) return "unknown";
+  return p.name;
+}
+
+}  // namespace moefuzz::cuda

@@ -1,0 +1,15 @@
+// add_mutant_kernels: the whole zoo, family by family (docs/kernels.md has the table).
+#include "kernels/mutants/mutant_entry.h"
+
+namespace moefuzz {
+
+void add_mutant_kernels(std::vector<KernelEntry>& out) {
+  mutants::add_scale_mutants(out);
+  mutants::add_routing_mutants(out);
+  mutants::add_combine_mutants(out);
+  mutants::add_memory_mutants(out);
+  mutants::add_weight_scale_mutants(out);
+  mutants::add_format_mutants(out);
+}
+
+}  // namespace moefuzz

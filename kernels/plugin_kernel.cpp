@@ -1,0 +1,550 @@
+#include "kernels/plugin_kernel.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <span>
+
+#include "core/bf16.h"
+#include "core/errors.h"
+#include "core/profile.h"
+#include "kernels/cpu/cpu_stages.h"
+
+namespace moefuzz {
+namespace {
+
+// ---- Descriptors -------------------------------------------------------------------------------
+
+moefuzz_tensor make_tensor(const void* data, moefuzz_dtype dtype, std::initializer_list<int64_t> shape) {
+  moefuzz_tensor t{};
+  t.data = const_cast<void*>(data);  // the ABI has one tensor type; inputs are documented read-only
+  t.dtype = dtype;
+  t.ndim = static_cast<int32_t>(shape.size());
+  int d = 0;
+  for (int64_t s : shape) t.shape[d++] = s;
+  int64_t stride = 1;
+  for (d = t.ndim - 1; d >= 0; --d) {
+    t.strides[d] = stride;
+    stride *= t.shape[d];
+  }
+  return t;
+}
+
+moefuzz_nvfp4 make_nvfp4(const Nvfp4Matrix& m) {
+  moefuzz_nvfp4 v{};
+  v.codes = make_tensor(m.packed.data(), MOEFUZZ_DTYPE_FP4X2, {m.rows, m.cols / 2});
+  v.scales = make_tensor(m.scales.data(), MOEFUZZ_DTYPE_E4M3, {m.rows, m.cols / kNvfp4BlockSize});
+  v.global_dequant = m.global_dequant;
+  return v;
+}
+
+// Where the claimed profile multiplies rsf. A profile unknown to this build (profile_by_name would
+// reject it in the check engine before any run) falls back to the recipe's own placement, so a
+// whole-layer plugin can still be run directly.
+bool claimed_rsf_in_topk(const std::string& profile, const CaseRecipe& r) {
+  for (const Profile& p : all_profiles())
+    if (p.name == profile) return p.rsf_in_topk;
+  return r.routing.scale_placement == ScalePlacement::kTopK;
+}
+
+// The C view of a recipe (and, once materialized, of a Case). Holds the storage the pointers in
+// `desc` refer to, so it is neither copied nor moved.
+class CaseView {
+ public:
+  CaseView(const CaseRecipe& r, const std::string& claimed_profile) : profile_(claimed_profile), recipe_profile_(r.profile) {
+    moefuzz_case_desc& d = desc;
+    d.struct_size = sizeof(moefuzz_case_desc);
+    d.profile = profile_.c_str();
+    d.recipe_profile = recipe_profile_.c_str();
+    d.tokens = r.shape.tokens;
+    d.hidden = r.shape.hidden;
+    d.inter = r.shape.inter;
+    d.experts = r.shape.experts;
+    d.top_k = r.shape.top_k;
+    d.n_group = r.shape.n_group;
+    d.topk_group = r.shape.topk_group;
+    d.shared_experts = r.shape.shared_experts;
+    d.slots = r.slots();
+    d.hash_vocab = r.hash_vocab();
+    d.routing_mode = static_cast<int32_t>(r.routing.mode);
+    d.hash_score = static_cast<int32_t>(r.routing.hash_score);
+    d.renormalize = r.routing.renormalize;
+    d.correction_bias = r.routing.correction_bias;
+    d.scale_placement = static_cast<int32_t>(r.routing.scale_placement);
+    d.rsf_in_topk = claimed_rsf_in_topk(claimed_profile, r);
+    d.shared_fusion = static_cast<int32_t>(r.routing.shared_fusion);
+    d.routed_scaling_factor = static_cast<float>(r.routing.routed_scaling_factor);
+    d.routed_scaling_factor_f64 = r.routing.routed_scaling_factor;
+    d.act_format = static_cast<int32_t>(r.quant.activations);
+    d.act_scales = static_cast<int32_t>(r.quant.act_scales);
+    d.swiglu_limit = r.swiglu.limit;
+    d.swiglu_alpha = r.swiglu.alpha;
+    d.swiglu_beta = r.swiglu.beta;
+    d.threads = 1;
+  }
+  CaseView(const CaseView&) = delete;
+  CaseView& operator=(const CaseView&) = delete;
+
+  void attach(const Case& c, const RunOptions& opts) {
+    const CaseRecipe& r = c.recipe;
+    moefuzz_case_desc& d = desc;
+    d.tactic = opts.tactic;
+    d.threads = opts.threads;
+    d.hidden_states = make_tensor(c.hidden.data(), MOEFUZZ_DTYPE_BF16, {r.shape.tokens, r.shape.hidden});
+    d.logits = make_tensor(c.logits.data(), MOEFUZZ_DTYPE_F32, {r.shape.tokens, r.shape.experts});
+    if (!c.bias.empty()) d.bias = make_tensor(c.bias.data(), MOEFUZZ_DTYPE_F32, {static_cast<int64_t>(c.bias.size())});
+    if (!c.token_ids.empty())
+      d.token_ids = make_tensor(c.token_ids.data(), MOEFUZZ_DTYPE_I32, {static_cast<int64_t>(c.token_ids.size())});
+    if (!c.hash_table.empty())
+      d.hash_table = make_tensor(c.hash_table.data(), MOEFUZZ_DTYPE_I32, {r.hash_vocab(), r.shape.top_k});
+    experts_.clear();
+    for (const ExpertWeights& w : c.experts) experts_.push_back({make_nvfp4(w.gate), make_nvfp4(w.up), make_nvfp4(w.down)});
+    d.expert_weights = experts_.data();
+    d.num_weight_experts = static_cast<int64_t>(experts_.size());
+    d.a1_scale = make_tensor(c.a1_scale.data(), MOEFUZZ_DTYPE_F32, {static_cast<int64_t>(c.a1_scale.size())});
+    d.a2_scale = make_tensor(c.a2_scale.data(), MOEFUZZ_DTYPE_F32, {static_cast<int64_t>(c.a2_scale.size())});
+  }
+
+  moefuzz_case_desc desc{};
+
+ private:
+  std::string profile_;
+  std::string recipe_profile_;
+  std::vector<moefuzz_expert> experts_;
+};
+
+// A stage's returned message; NULL = success. Bounded: the pointer comes from the plugin.
+std::string stage_message(const char* stage, const char* msg) {
+  if (msg == nullptr) return "";
+  return std::string(stage) + " returned an error: " + std::string(msg, strnlen(msg, 512));
+}
+
+// ---- The result sections (child -> parent) -------------------------------------------------------
+
+enum class Section : uint32_t {
+  kOutput = 1, kIds, kWeights, kFc1Codes, kFc1Scales, kFc2Codes, kFc2Scales, kGemm1, kActivation, kGemm2, kShared
+};
+constexpr int kSectionCount = 11;
+struct SectionHeader {
+  uint32_t tag;
+  uint32_t reserved;
+  uint64_t bytes;
+};
+
+template <class T>
+void put(ResultWriter& w, Section tag, const std::vector<T>& v) {
+  SectionHeader h{static_cast<uint32_t>(tag), 0, v.size() * sizeof(T)};
+  w.append(&h, sizeof h);
+  w.append(v.data(), h.bytes);
+}
+
+void serialize(ResultWriter& w, const LayerResult& r, std::span<const float> output) {
+  SectionHeader h{static_cast<uint32_t>(Section::kOutput), 0, output.size_bytes()};
+  w.append(&h, sizeof h);
+  w.append(output.data(), h.bytes);
+  put(w, Section::kIds, r.routing.ids);
+  put(w, Section::kWeights, r.routing.weights);
+  if (r.fc1_input) {
+    put(w, Section::kFc1Codes, r.fc1_input->packed);
+    put(w, Section::kFc1Scales, r.fc1_input->scales);
+  }
+  if (r.fc2_input) {
+    put(w, Section::kFc2Codes, r.fc2_input->packed);
+    put(w, Section::kFc2Scales, r.fc2_input->scales);
+  }
+  if (r.gemm1) put(w, Section::kGemm1, *r.gemm1);
+  if (r.activation) put(w, Section::kActivation, *r.activation);
+  if (r.gemm2) put(w, Section::kGemm2, *r.gemm2);
+  if (!r.shared_output.empty()) put(w, Section::kShared, r.shared_output);
+}
+
+// Element counts of every section for this case; the region is sized from them before the fork.
+struct ResultSizes {
+  int64_t output = 0, routing = 0, fc1_codes = 0, fc1_scales = 0, fc2_codes = 0, fc2_scales = 0;
+  int64_t gemm1 = 0, activation = 0, gemm2 = 0, shared = 0;
+  size_t max_bytes() const {
+    const int64_t floats = output + 2 * routing + gemm1 + activation + gemm2 + shared;  // ids are 4 bytes too
+    return static_cast<size_t>(floats * 4 + fc1_codes + fc1_scales + fc2_codes + fc2_scales) +
+           kSectionCount * sizeof(SectionHeader);
+  }
+};
+
+ResultSizes sizes_for(const CaseRecipe& r, int64_t output_elements) {
+  const int64_t T = r.shape.tokens, H = r.shape.hidden, I = r.shape.inter, rows = T * r.slots();
+  return {.output = output_elements, .routing = rows, .fc1_codes = rows * H / 2, .fc1_scales = rows * H / kNvfp4BlockSize,
+          .fc2_codes = rows * I / 2, .fc2_scales = rows * I / kNvfp4BlockSize, .gemm1 = rows * 2 * I,
+          .activation = rows * I, .gemm2 = rows * H, .shared = T * H};
+}
+
+// Parses what the child wrote; anything malformed is a bad result, never trusted.
+class ResultParser {
+ public:
+  ResultParser(const std::vector<uint8_t>& bytes, std::string what) : what_(std::move(what)) {
+    size_t at = 0;
+    while (at < bytes.size()) {
+      SectionHeader h{};
+      if (bytes.size() - at < sizeof h) fail("truncated section header");
+      std::memcpy(&h, bytes.data() + at, sizeof h);
+      at += sizeof h;
+      if (h.bytes > bytes.size() - at) fail("section longer than the result");
+      sections_[h.tag] = {bytes.data() + at, static_cast<size_t>(h.bytes)};
+      at += h.bytes;
+    }
+  }
+  // Copies section `tag` into `out` if it is present with exactly `count` elements.
+  template <class T>
+  bool take(Section tag, int64_t count, std::vector<T>& out, bool required) {
+    auto it = sections_.find(static_cast<uint32_t>(tag));
+    if (it == sections_.end()) {
+      if (required) fail("missing section " + std::to_string(static_cast<uint32_t>(tag)));
+      return false;
+    }
+    if (it->second.size() != static_cast<size_t>(count) * sizeof(T)) fail("section of the wrong size");
+    out.resize(static_cast<size_t>(count));
+    std::memcpy(out.data(), it->second.data(), it->second.size());
+    return true;
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) const {
+    throw KernelFault(FaultKind::kBadResult, what_ + ": bad-result: " + why);
+  }
+  std::string what_;
+  std::map<uint32_t, std::span<const uint8_t>> sections_;
+};
+
+void deserialize(const std::vector<uint8_t>& bytes, const ResultSizes& n, const CaseRecipe& r, const std::string& what,
+                 LayerResult& out, std::span<float> output) {
+  ResultParser p(bytes, what);
+  const int64_t rows = n.routing;
+  std::vector<float> y;
+  p.take(Section::kOutput, n.output, y, true);
+  std::copy(y.begin(), y.end(), output.begin());
+  out.routing.tokens = r.shape.tokens;
+  out.routing.slots = r.slots();
+  p.take(Section::kIds, rows, out.routing.ids, true);
+  p.take(Section::kWeights, rows, out.routing.weights, true);
+  QuantizedRows q;
+  if (p.take(Section::kFc1Codes, n.fc1_codes, q.packed, false) && p.take(Section::kFc1Scales, n.fc1_scales, q.scales, true)) {
+    q.rows = rows;
+    q.cols = r.shape.hidden;
+    out.fc1_input = q;
+  }
+  QuantizedRows q2;
+  if (p.take(Section::kFc2Codes, n.fc2_codes, q2.packed, false) && p.take(Section::kFc2Scales, n.fc2_scales, q2.scales, true)) {
+    q2.rows = rows;
+    q2.cols = r.shape.inter;
+    out.fc2_input = q2;
+  }
+  std::vector<float> v;
+  if (p.take(Section::kGemm1, n.gemm1, v, false)) out.gemm1 = v;
+  if (p.take(Section::kActivation, n.activation, v, false)) out.activation = v;
+  if (p.take(Section::kGemm2, n.gemm2, v, false)) out.gemm2 = v;
+  p.take(Section::kShared, n.shared, out.shared_output, false);
+}
+
+// ---- Runs (in the child) -------------------------------------------------------------------------
+
+float poison_value(const RunOptions& opts) {
+  float f;
+  std::memcpy(&f, &opts.poison_bits, sizeof f);
+  return f;
+}
+
+// An id outside [0, E + shared) would make the framework's own downstream stages index out of
+// bounds; it is reported as the plugin's bad result before anything reads it.
+void require_valid_ids(const RoutingDecision& route, int64_t total_experts) {
+  for (size_t i = 0; i < route.ids.size(); ++i) {
+    if (route.ids[i] < 0 || route.ids[i] >= total_experts) {
+      throw KernelFault(FaultKind::kBadResult, "bad-result: route wrote topk_ids[token " +
+                                                   std::to_string(static_cast<int64_t>(i) / route.slots) + ", slot " +
+                                                   std::to_string(static_cast<int64_t>(i) % route.slots) + "] = " +
+                                                   std::to_string(route.ids[i]) + ", not an expert id in [0, " +
+                                                   std::to_string(total_experts) + ")");
+    }
+  }
+}
+
+std::string run_whole_layer(const LoadedPlugin& p, CaseView& view, LayerResult& res, std::span<float> output) {
+  const int64_t T = view.desc.tokens, H = view.desc.hidden, slots = view.desc.slots;
+  moefuzz_layer_out o{};
+  o.output = make_tensor(output.data(), MOEFUZZ_DTYPE_F32, {T, H});
+  o.topk_ids = make_tensor(res.routing.ids.data(), MOEFUZZ_DTYPE_I32, {T, slots});
+  o.topk_weights = make_tensor(res.routing.weights.data(), MOEFUZZ_DTYPE_F32, {T, slots});
+  return stage_message("layer", p.api->layer(&view.desc, &o));
+}
+
+// Rows of the layer input expanded per (token, slot), as fp32 (bf16-valued) or bf16 bits.
+std::vector<float> expanded_hidden_f32(const Case& c, int64_t slots) {
+  const int64_t T = c.recipe.shape.tokens, H = c.recipe.shape.hidden;
+  std::vector<float> v(static_cast<size_t>(T * slots * H));
+  for (int64_t row = 0; row < T * slots; ++row)
+    for (int64_t h = 0; h < H; ++h) v[row * H + h] = bf16_to_float(c.hidden[(row / slots) * H + h]);
+  return v;
+}
+std::vector<uint16_t> expanded_hidden_bf16(const Case& c, int64_t slots) {
+  const int64_t T = c.recipe.shape.tokens, H = c.recipe.shape.hidden;
+  std::vector<uint16_t> v(static_cast<size_t>(T * slots * H));
+  for (int64_t row = 0; row < T * slots; ++row)
+    std::memcpy(&v[row * H], &c.hidden[(row / slots) * H], H * sizeof(uint16_t));
+  return v;
+}
+std::vector<uint16_t> to_bf16(const std::vector<float>& x) {
+  std::vector<uint16_t> v(x.size());
+  for (size_t i = 0; i < x.size(); ++i) v[i] = bf16_from_float(x[i]);
+  return v;
+}
+
+// The plugin's quantizer on rows [R, K] with each row's expert's global scale.
+std::string plugin_quantize(const LoadedPlugin& p, const CaseView& view, const std::vector<float>& input, int64_t K,
+                            const std::vector<float>& row_scale, QuantizedRows& q) {
+  const int64_t R = static_cast<int64_t>(row_scale.size());
+  q.rows = R;
+  q.cols = K;
+  q.packed.assign(static_cast<size_t>(R * K / 2), 0);
+  q.scales.assign(static_cast<size_t>(R * K / kNvfp4BlockSize), 0x7F);  // E4M3 NaN: an unwritten scale shows
+  moefuzz_tensor in = make_tensor(input.data(), MOEFUZZ_DTYPE_F32, {R, K});
+  moefuzz_tensor gs = make_tensor(row_scale.data(), MOEFUZZ_DTYPE_F32, {R});
+  moefuzz_tensor codes = make_tensor(q.packed.data(), MOEFUZZ_DTYPE_FP4X2, {R, K / 2});
+  moefuzz_tensor scales = make_tensor(q.scales.data(), MOEFUZZ_DTYPE_E4M3, {R, K / kNvfp4BlockSize});
+  return stage_message("quantize", p.api->quantize(&view.desc, &in, &gs, &codes, &scales));
+}
+
+// Activation operands of a GEMM: NVFP4 rows, or bf16 rows for W4A16 (a_scales NONE).
+struct GemmOperand {
+  moefuzz_tensor codes{};
+  moefuzz_tensor scales{};
+  std::vector<uint16_t> bf16_storage;
+};
+GemmOperand gemm_operand(const std::optional<QuantizedRows>& q, std::vector<uint16_t> bf16_rows, int64_t R, int64_t K) {
+  GemmOperand a;
+  if (q) {
+    a.codes = make_tensor(q->packed.data(), MOEFUZZ_DTYPE_FP4X2, {R, K / 2});
+    a.scales = make_tensor(q->scales.data(), MOEFUZZ_DTYPE_E4M3, {R, K / kNvfp4BlockSize});
+  } else {
+    a.bf16_storage = std::move(bf16_rows);
+    a.codes = make_tensor(a.bf16_storage.data(), MOEFUZZ_DTYPE_BF16, {R, K});
+  }
+  return a;
+}
+
+std::string run_composed(const LoadedPlugin& p, const Profile& profile, const Case& c, CaseView& view,
+                         const RunOptions& opts, LayerResult& res, std::span<float> output) {
+  const CaseRecipe& r = c.recipe;
+  const int64_t T = r.shape.tokens, H = r.shape.hidden, I = r.shape.inter, slots = r.slots(), rows = T * slots;
+  const float poison = poison_value(opts);
+  // The CPU stages run tactic 0: the plugin's tactics are the plugin's, the CPU part is fixed.
+  RunOptions cpu_opts = opts;
+  cpu_opts.tactic = 0;
+  const cpu::CpuConfig cfg = cpu::make_cpu_config(r, profile, cpu_opts);
+  std::string err;
+
+  RoutingDecision route;
+  if (p.implements(MOEFUZZ_STAGE_ROUTE)) {
+    route.tokens = T;
+    route.slots = slots;
+    route.ids.assign(static_cast<size_t>(rows), -1);
+    route.weights.assign(static_cast<size_t>(rows), poison);
+    moefuzz_tensor ids = make_tensor(route.ids.data(), MOEFUZZ_DTYPE_I32, {T, slots});
+    moefuzz_tensor w = make_tensor(route.weights.data(), MOEFUZZ_DTYPE_F32, {T, slots});
+    if (!(err = stage_message("route", p.api->route(&view.desc, &ids, &w))).empty()) return err;
+    require_valid_ids(route, r.total_experts());
+  } else {
+    route = cpu::cpu_route(c, cfg);
+  }
+  res.routing = route;
+
+  const bool plugin_quantizes = p.implements(MOEFUZZ_STAGE_QUANTIZE) && cfg.w4a4;
+  std::vector<float> a1(static_cast<size_t>(rows)), a2(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i) {
+    a1[i] = c.a1_scale_for(route.ids[i]);
+    a2[i] = c.a2_scale_for(route.ids[i]);
+  }
+
+  std::optional<QuantizedRows> fc1;
+  if (plugin_quantizes) {
+    fc1.emplace();
+    if (!(err = plugin_quantize(p, view, expanded_hidden_f32(c, slots), H, a1, *fc1)).empty()) return err;
+  } else {
+    fc1 = cpu::cpu_quantize_activations(c, route, cfg);
+  }
+  res.fc1_input = fc1;
+
+  std::vector<float> g1;
+  if (p.implements(MOEFUZZ_STAGE_GEMM1)) {
+    g1.assign(static_cast<size_t>(rows * 2 * I), poison);
+    GemmOperand a = gemm_operand(fc1, fc1 ? std::vector<uint16_t>() : expanded_hidden_bf16(c, slots), rows, H);
+    moefuzz_tensor ids = make_tensor(route.ids.data(), MOEFUZZ_DTYPE_I32, {T, slots});
+    moefuzz_tensor out = make_tensor(g1.data(), MOEFUZZ_DTYPE_F32, {rows, 2 * I});
+    if (!(err = stage_message("gemm1", p.api->gemm1(&view.desc, &ids, &a.codes, &a.scales, &out))).empty()) return err;
+  } else {
+    g1 = cpu::cpu_gemm1(c, route, fc1, cfg);
+  }
+  res.gemm1 = g1;
+
+  std::vector<float> act;
+  if (p.implements(MOEFUZZ_STAGE_ACTIVATION)) {
+    act.assign(static_cast<size_t>(rows * I), poison);
+    moefuzz_tensor in = make_tensor(g1.data(), MOEFUZZ_DTYPE_F32, {rows, 2 * I});
+    moefuzz_tensor out = make_tensor(act.data(), MOEFUZZ_DTYPE_F32, {rows, I});
+    if (!(err = stage_message("activation", p.api->activation(&view.desc, &in, &out))).empty()) return err;
+  } else {
+    act = cpu::cpu_activation(g1, rows, cfg);
+  }
+  res.activation = act;
+
+  std::optional<QuantizedRows> fc2;
+  if (plugin_quantizes) {
+    fc2.emplace();
+    if (!(err = plugin_quantize(p, view, act, I, a2, *fc2)).empty()) return err;
+  } else {
+    fc2 = cpu::cpu_quantize_fc2_input(c, route, act, cfg);
+  }
+  res.fc2_input = fc2;
+
+  std::vector<float> g2;
+  if (p.implements(MOEFUZZ_STAGE_GEMM2)) {
+    g2.assign(static_cast<size_t>(rows * H), poison);
+    GemmOperand a = gemm_operand(fc2, fc2 ? std::vector<uint16_t>() : to_bf16(act), rows, I);
+    moefuzz_tensor ids = make_tensor(route.ids.data(), MOEFUZZ_DTYPE_I32, {T, slots});
+    moefuzz_tensor out = make_tensor(g2.data(), MOEFUZZ_DTYPE_F32, {rows, H});
+    if (!(err = stage_message("gemm2", p.api->gemm2(&view.desc, &ids, &a.codes, &a.scales, &out))).empty()) return err;
+  } else {
+    g2 = cpu::cpu_gemm2(c, route, fc2, act, cfg);
+  }
+  res.gemm2 = g2;
+
+  res.shared_output = cpu::cpu_shared_experts(c, cfg);
+  if (p.implements(MOEFUZZ_STAGE_COMBINE)) {
+    moefuzz_tensor in = make_tensor(g2.data(), MOEFUZZ_DTYPE_F32, {rows, H});
+    moefuzz_tensor ids = make_tensor(route.ids.data(), MOEFUZZ_DTYPE_I32, {T, slots});
+    moefuzz_tensor w = make_tensor(route.weights.data(), MOEFUZZ_DTYPE_F32, {T, slots});
+    moefuzz_tensor out = make_tensor(output.data(), MOEFUZZ_DTYPE_F32, {T, H});
+    if (!(err = stage_message("combine", p.api->combine(&view.desc, &in, &ids, &w, &out))).empty()) return err;
+    // The separate shared-expert add belongs to the model, not the combine kernel: the same bf16
+    // add the CPU combine performs (cpu_stages.h, cpu_combine).
+    if (!res.shared_output.empty()) {
+      for (size_t i = 0; i < output.size(); ++i) {
+        const float sum = output[i] + res.shared_output[i];
+        output[i] = cfg.bf16_output ? round_to_bf16(sum) : sum;
+      }
+    }
+  } else {
+    cpu::cpu_combine(g2, route, res.shared_output, cfg, output);
+  }
+  return "";
+}
+
+double timeout_from_env(double fallback_s) {
+  const char* env = std::getenv("MOEFUZZ_PLUGIN_TIMEOUT_S");
+  if (env == nullptr || *env == '\0') return fallback_s;
+  char* end = nullptr;
+  const double s = std::strtod(env, &end);
+  // Bounds: 1 ms is the resolution of the timeout; beyond a day the value is a typo.
+  if (end == env || *end != '\0' || !(s >= 0.001) || s > 86400) {
+    throw InputError(std::string("MOEFUZZ_PLUGIN_TIMEOUT_S='") + env + "': expected seconds in [0.001, 86400]");
+  }
+  return s;
+}
+
+}  // namespace
+
+PluginKernel::PluginKernel(std::shared_ptr<const LoadedPlugin> plugin, PluginKernelOptions options)
+    : plugin_(std::move(plugin)), options_(options) {
+  if (plugin_->wants_device) {
+#ifdef MOEFUZZ_WITH_CUDA
+    throw InputError("plugin '" + plugin_->path + "' asks for device buffers (wants_device = 1): not supported in this "
+                     "build yet; implement the host path (wants_device = 0)");
+#else
+    throw InputError("plugin '" + plugin_->path + "' asks for device buffers (wants_device = 1): not supported in this "
+                     "build (moefuzz was built without the CUDA runtime); implement the host path (wants_device = 0)");
+#endif
+  }
+}
+
+std::string PluginKernel::description() const {
+  const std::string d = plugin_->description.empty() ? "plugin kernel" : plugin_->description;
+  return d + " [" + plugin_->path + "; stages: " + plugin_->stage_list() + "]";
+}
+
+std::string PluginKernel::supports(const CaseRecipe& recipe) const {
+  if (std::string why = validate(recipe); !why.empty()) return why;
+  if (!plugin_->implements(MOEFUZZ_STAGE_LAYER)) {
+    if (std::string why = cpu::cpu_supports(recipe); !why.empty()) return "CPU stages: " + why;
+  }
+  if (plugin_->api->supports == nullptr) return "";
+  const std::string what = "plugin '" + plugin_->name + "' (" + plugin_->path + ") supports()";
+  // The reason is returned as bytes; 1 KiB bounds what a plugin can make us allocate.
+  constexpr size_t kMaxReason = 1024;
+  // Reply: one byte (1 = not supported), then the reason.
+  std::vector<uint8_t> bytes = run_isolated(what, 1 + kMaxReason, {options_.timeout}, [&](ResultWriter& w) {
+    CaseView view(recipe, plugin_->profile);
+    const char* why = plugin_->api->supports(&view.desc);
+    const uint8_t declined = why != nullptr;
+    w.append(&declined, 1);
+    if (why != nullptr) w.append(why, strnlen(why, kMaxReason));
+    return std::string();
+  });
+  if (bytes.empty()) throw KernelFault(FaultKind::kBadResult, what + ": bad-result: empty reply");
+  if (bytes[0] == 0) return "";
+  const std::string why(bytes.begin() + 1, bytes.end());
+  return "plugin: " + (why.empty() ? std::string("(no reason given)") : why);
+}
+
+void PluginKernel::run_layer(const Case& c, const RunOptions& opts, LayerResult& out) const {
+  const CaseRecipe& r = c.recipe;
+  const int64_t T = r.shape.tokens, H = r.shape.hidden, rows = T * r.slots();
+  const float poison = poison_value(opts);
+  // The framework poisons the output (CANARY); when it passed neither a guarded buffer nor a sized
+  // out.output, poison here so unwritten elements still show.
+  if (opts.output_data == nullptr && out.output.size() != static_cast<size_t>(T * H))
+    out.output.assign(static_cast<size_t>(T * H), poison);
+  const std::span<float> y = output_span(opts, out.output, T * H);
+  // A guarded buffer's trailing sentinel band travels with the output, so a plugin's overhanging
+  // store is still seen by the canary check in this process.
+  const std::span<float> y_with_band(y.data(), y.size() + static_cast<size_t>(opts.output_data ? opts.output_slack : 0));
+
+  const Profile* profile = nullptr;
+  if (!plugin_->implements(MOEFUZZ_STAGE_LAYER)) profile = &profile_by_name(plugin_->profile);  // InputError
+  const ResultSizes sizes = sizes_for(r, static_cast<int64_t>(y_with_band.size()));
+  const std::string what = "plugin '" + plugin_->name + "' (" + plugin_->path + ")";
+  // Fork after the Case is built: the child reads it, and writes its copy-on-write copy of `out`.
+  std::vector<uint8_t> bytes = run_isolated(what, sizes.max_bytes(), {options_.timeout}, [&](ResultWriter& w) {
+    CaseView view(r, plugin_->profile);
+    view.attach(c, opts);
+    LayerResult res;
+    res.routing.tokens = T;
+    res.routing.slots = r.slots();
+    res.routing.ids.assign(static_cast<size_t>(rows), -1);
+    res.routing.weights.assign(static_cast<size_t>(rows), poison);
+    const std::string err = profile ? run_composed(*plugin_, *profile, c, view, opts, res, y)
+                                    : run_whole_layer(*plugin_, view, res, y);
+    if (!err.empty()) return err;
+    serialize(w, res, y_with_band);
+    return std::string();
+  });
+  std::vector<float> kept_output = std::move(out.output);  // keeps its storage (it may be y)
+  out = LayerResult{};
+  out.output = std::move(kept_output);
+  deserialize(bytes, sizes, r, what, out, y_with_band);
+}
+
+bool looks_like_plugin_path(const std::string& s) {
+  return s.find('/') != std::string::npos || (s.size() > 3 && s.compare(s.size() - 3, 3, ".so") == 0);
+}
+
+std::unique_ptr<Kernel> make_plugin_kernel(const std::string& path, PluginKernelOptions options) {
+  return std::make_unique<PluginKernel>(load_plugin(path, options.timeout), options);
+}
+
+std::unique_ptr<Kernel> make_plugin_kernel(const std::string& path) {
+  PluginKernelOptions options;
+  const double default_s = std::chrono::duration<double>(options.timeout).count();
+  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_from_env(default_s) * 1000.0));
+  return make_plugin_kernel(path, options);
+}
+
+}  // namespace moefuzz

@@ -1,0 +1,192 @@
+#include "oracles/bounds.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/bf16.h"
+#include "core/e2m1.h"
+#include "core/e4m3.h"
+
+namespace moefuzz {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// The two association orders of the block scale (SPEC.md §1.5): fast-math and the torch references
+// compute fl(S * fl(amax * RN(1/6))); the exact-math path computes fl(amax * fl(S * RN(1/6))).
+// rcp.approx(6) == RN(1/6) [MEASURED], so both are exact emulations; each is monotone in amax.
+uint8_t scale_byte_fast(float amax, float s_q) {
+  const float rcp6 = 1.0f / 6.0f;
+  return e4m3_from_float(s_q * (amax * rcp6));
+}
+uint8_t scale_byte_exact(float amax, float s_q) {
+  const float rcp6 = 1.0f / 6.0f;
+  return e4m3_from_float(amax * (s_q * rcp6));
+}
+
+// Range of E2M1 codes the kernel may emit for an element in [lo, hi] under block scale value sfd.
+struct CodeRange {
+  float vmin, vmax;  // decoded E2M1 values (code value, not times the scale)
+};
+CodeRange code_range(double lo, double hi, double s_q, float sfd) {
+  if (sfd == 0.0f) return {0.0f, 0.0f};  // every code decodes to code * 0 = 0 (both zero rules)
+  const double os = s_q / static_cast<double>(sfd);
+  const double a = lo * os, b = hi * os;
+  const double ymin = std::min(a * (1 - kQuantScaleRelError), a * (1 + kQuantScaleRelError));
+  const double ymax = std::max(b * (1 - kQuantScaleRelError), b * (1 + kQuantScaleRelError));
+  // e2m1_from_float is monotone (RN onto a monotone grid, saturating), so the ends bound the codes.
+  return {e2m1_to_float(e2m1_from_float(float_down(ymin))), e2m1_to_float(e2m1_from_float(float_up(ymax)))};
+}
+
+}  // namespace
+
+double gamma_n(double n, double u) {
+  const double nu = n * u;
+  return nu >= 1 ? kInf : nu / (1 - nu);
+}
+
+float float_down(double x) {
+  if (std::isnan(x)) return static_cast<float>(x);
+  float f = static_cast<float>(x);
+  if (static_cast<double>(f) > x) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
+  return f;
+}
+float float_up(double x) {
+  if (std::isnan(x)) return static_cast<float>(x);
+  float f = static_cast<float>(x);
+  if (static_cast<double>(f) < x) f = std::nextafter(f, std::numeric_limits<float>::infinity());
+  return f;
+}
+
+Interval round_to_bf16(Interval x) {
+  return {static_cast<double>(moefuzz::round_to_bf16(float_down(x.lo))),
+          static_cast<double>(moefuzz::round_to_bf16(float_up(x.hi)))};
+}
+
+double swiglu(double gate, double up, const Swiglu& s) {
+  const double g = std::min(gate, s.limit);
+  const double v = std::clamp(up, -s.limit, s.limit) + s.beta;
+  const double sig = 1.0 / (1.0 + std::exp(-s.alpha * g));
+  return g * sig * v;
+}
+
+double swiglu_eval_relative_error(double z) {
+  if (z < -80) return 1.0;
+  return (8 + 2 * std::fabs(z)) * 0x1p-23;
+}
+
+Interval swiglu_kernel_interval(Interval gate, Interval up, const Swiglu& s) {
+  if (std::isnan(gate.lo) || std::isnan(gate.hi) || std::isnan(up.lo) || std::isnan(up.hi))
+    return {NAN, NAN};
+  // Clamps are monotone: map the interval ends.
+  const Interval g{std::min(gate.lo, s.limit), std::min(gate.hi, s.limit)};
+  const Interval v{std::clamp(up.lo, -s.limit, s.limit) + s.beta, std::clamp(up.hi, -s.limit, s.limit) + s.beta};
+  const double gc = g.center(), rg = g.radius();
+  const double sc = gc / (1.0 + std::exp(-s.alpha * gc));
+  const double rs = kSiluSlopeMax * rg;
+  const Interval sv{sc - rs, sc + rs};
+  const double p[4] = {sv.lo * v.lo, sv.lo * v.hi, sv.hi * v.lo, sv.hi * v.hi};
+  double lo = *std::min_element(p, p + 4), hi = *std::max_element(p, p + 4);
+  if (!std::isfinite(lo) || !std::isfinite(hi)) return {NAN, NAN};
+  const double mag = std::max(std::fabs(lo), std::fabs(hi));
+  const double zmax = std::fabs(s.alpha) * std::max(std::fabs(g.lo), std::fabs(g.hi));
+  // Worst |z| also bounds the most negative z; z < -80 anywhere in the interval means "may flush".
+  const double zmin = std::min(s.alpha * g.lo, s.alpha * g.hi);
+  const double eps = std::max(swiglu_eval_relative_error(zmax), swiglu_eval_relative_error(zmin));
+  double widen = (eps + kOracleTranscendentalError + 4 * kDoubleUnit) * mag + 4 * kUnderflowFloor;
+  // Below z = -80 the true sigmoid is < e^-80 < 2^-115 and a kernel's (exp saturating at FLT_MAX or
+  // Inf, a flushing divide) lies in [0, 2^-115] too: the product may be anything up to |g| |v| 2^-115.
+  if (zmin < -80)
+    widen += std::max(std::fabs(g.lo), std::fabs(g.hi)) * std::max(std::fabs(v.lo), std::fabs(v.hi)) * 0x1p-115;
+  return {lo - widen, hi + widen};
+}
+
+double Nvfp4Envelope::radius(size_t i, double center) const {
+  return std::max(hi[i] - center, center - lo[i]);
+}
+
+Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double> hi,
+                             std::span<const double> center, float s_q) {
+  const size_t n = lo.size();
+  Nvfp4Envelope env;
+  env.center_codes.assign(n, 0);
+  env.center_scales.assign(n / 16, 0);
+  env.lo.assign(n, 0);
+  env.hi.assign(n, 0);
+  env.scale_lo.assign(n / 16, 0);
+  env.scale_hi.assign(n / 16, 0);
+  if (!(s_q > 0) || !std::isfinite(s_q)) {
+    env.indeterminate = true;
+    return env;
+  }
+  for (size_t b = 0; b < n / 16; ++b) {
+    double amax_lo = 0, amax_hi = 0, amax_c = 0;
+    for (size_t i = 16 * b; i < 16 * b + 16; ++i) {
+      if (!std::isfinite(lo[i]) || !std::isfinite(hi[i])) {
+        env.indeterminate = true;
+        return env;
+      }
+      const double mlo = (lo[i] <= 0 && hi[i] >= 0) ? 0.0 : std::min(std::fabs(lo[i]), std::fabs(hi[i]));
+      amax_lo = std::max(amax_lo, mlo);
+      amax_hi = std::max(amax_hi, std::max(std::fabs(lo[i]), std::fabs(hi[i])));
+      amax_c = std::max(amax_c, std::fabs(static_cast<double>(static_cast<float>(center[i]))));
+    }
+    const float alo = float_down(amax_lo), ahi = float_up(amax_hi);
+    const uint8_t blo = std::min(scale_byte_fast(alo, s_q), scale_byte_exact(alo, s_q));
+    const uint8_t bhi = std::max(scale_byte_fast(ahi, s_q), scale_byte_exact(ahi, s_q));
+    env.scale_lo[b] = blo;
+    env.scale_hi[b] = bhi;
+    const uint8_t bc = std::clamp(scale_byte_fast(static_cast<float>(amax_c), s_q), blo, bhi);
+    env.center_scales[b] = bc;
+    for (size_t i = 16 * b; i < 16 * b + 16; ++i) {
+      env.lo[i] = kInf;
+      env.hi[i] = -kInf;
+    }
+    for (int byte = blo; byte <= bhi; ++byte) {
+      const float sfd = e4m3_to_float(static_cast<uint8_t>(byte));
+      for (size_t i = 16 * b; i < 16 * b + 16; ++i) {
+        const CodeRange r = code_range(lo[i], hi[i], s_q, sfd);
+        env.lo[i] = std::min(env.lo[i], static_cast<double>(r.vmin) * sfd);
+        env.hi[i] = std::max(env.hi[i], static_cast<double>(r.vmax) * sfd);
+      }
+    }
+    // Representative: the center point quantized under bc, clamped into bc's admissible codes.
+    const float sfd_c = e4m3_to_float(bc);
+    for (size_t i = 16 * b; i < 16 * b + 16; ++i) {
+      const CodeRange r = code_range(lo[i], hi[i], s_q, sfd_c);
+      float v = 0.0f;
+      if (sfd_c != 0.0f) {
+        const float y = static_cast<float>(static_cast<double>(static_cast<float>(center[i])) * (s_q / static_cast<double>(sfd_c)));
+        v = std::clamp(e2m1_to_float(e2m1_from_float(y)), r.vmin, r.vmax);
+      }
+      env.center_codes[i] = e2m1_from_float(v);  // exact: v is an E2M1 value
+    }
+  }
+  return env;
+}
+
+int64_t nvfp4_admits(std::span<const double> lo, std::span<const double> hi, float s_q,
+                     std::span<const uint8_t> codes, std::span<const uint8_t> scales) {
+  std::vector<double> center(lo.size());
+  for (size_t i = 0; i < lo.size(); ++i) center[i] = lo[i];
+  const Nvfp4Envelope env = nvfp4_envelope(lo, hi, center, s_q);
+  if (env.indeterminate) return kAdmitted;  // nothing can be said about non-finite inputs
+  for (size_t b = 0; b < lo.size() / 16; ++b) {
+    const uint8_t kb = scales[b];
+    const float sfd = e4m3_to_float(kb);
+    const bool zero_scale = sfd == 0.0f;
+    // Positive bytes are ordered like their values; a zero byte of either sign is the zero scale.
+    const bool byte_ok = zero_scale ? env.scale_lo[b] == 0 : (kb <= 0x7E && kb >= env.scale_lo[b] && kb <= env.scale_hi[b]);
+    if (!byte_ok) return -1 - static_cast<int64_t>(b);
+    if (zero_scale) continue;  // every code decodes to 0
+    for (size_t i = 16 * b; i < 16 * b + 16; ++i) {
+      const CodeRange r = code_range(lo[i], hi[i], s_q, sfd);
+      const float v = e2m1_to_float(codes[i]);
+      if (v < r.vmin || v > r.vmax) return static_cast<int64_t>(i);
+    }
+  }
+  return kAdmitted;
+}
+
+}  // namespace moefuzz

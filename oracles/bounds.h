@@ -1,0 +1,102 @@
+#pragma once
+// Rigorous error-bound derivations for the layer oracle (docs/oracle.md, "Bounds"). Every bound the
+// oracle reports is built from the few facts here; no tolerance is typed in anywhere else.
+//
+//  * Floating-point sums in ANY order: |fl(sum) - sum| <= gamma_n(u) * sum|terms| where n counts every
+//    rounding a term passes through (Higham, Accuracy and Stability, Lemma 3.1 / eq. 3.4).
+//  * Rounding points are interval maps: RN is monotone, so a value known to lie in [lo, hi] lies in
+//    [RN(lo'), RN(hi')] afterwards (lo', hi' the fp32 values outward of lo, hi).
+//  * SiLU-mul propagation: d/dg [g sigmoid(a g)] = s(z)(1 + z(1 - s(z))), z = a g, whose range is
+//    [-0.0999, 1.0999] (extrema at z = -+2.3994), independent of a: the slope bound is 1.1.
+//  * Quantization: the NVFP4 block quantizer is monotone in each element and in the block amax, so the
+//    set of codes a kernel may produce from inputs known to an interval is an interval of codes
+//    (nvfp4_envelope); a kernel's codes are admissible iff they lie in it (nvfp4_admits).
+//
+// Example:
+//   double g = moefuzz::gamma_n(1024 + moefuzz::kGemmExtraRoundings, moefuzz::kFp32Unit);
+//   moefuzz::Interval y = moefuzz::round_to_bf16({v - b, v + b});   // after a bf16 rounding point
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/profile.h"
+#include "core/recipe.h"
+
+namespace moefuzz {
+
+inline constexpr double kFp32Unit = 0x1p-24;    // unit roundoff of fp32 RN
+inline constexpr double kBf16Unit = 0x1p-8;     // unit roundoff of bf16 RN (8 significant bits)
+inline constexpr double kDoubleUnit = 0x1p-53;  // unit roundoff of double RN
+// Largest absolute error of one fp32 or bf16 operation whose result lies in the subnormal range,
+// including flush-to-zero (FTZ) of fast-math builds: the smallest normal, 2^-126.
+inline constexpr double kUnderflowFloor = 0x1p-126;
+// Roundings a GEMM term passes through besides the K-1 additions, in the worst correct kernel model
+// ("dequantize first"): fl(1/S_q) 1, operand dequant fl(e2m1*e4m3*S_d) 2, product 1, and 1 unit that
+// absorbs the oracle's own double roundings (< 8 * 2^-53 relative, far below one 2^-24). The
+// "alpha epilogue" model needs fewer: 1/S_q, alpha = S_da*S_dw, alpha*acc.
+inline constexpr int64_t kGemmExtraRoundings = 5;
+// Slope bound of s(g) = g sigmoid(a g) (header comment), rounded up.
+inline constexpr double kSiluSlopeMax = 1.1;
+// Relative error of the oracle's own double evaluation of SiLU-mul: <= 16 double operations
+// (libm exp < 1 ulp), 16 * 2^-53 = 2^-49.
+inline constexpr double kOracleTranscendentalError = 0x1p-49;
+
+// gamma_n(u) = n u / (1 - n u); +inf when n u >= 1.
+double gamma_n(double n, double u);
+
+// Closed interval of reals (lo <= hi); NaN bounds mean "unknown".
+struct Interval {
+  double lo = 0, hi = 0;
+  double center() const { return lo == hi ? lo : lo + (hi - lo) / 2; }
+  double radius() const { return hi - lo == 0 ? 0 : (hi - lo) / 2 * (1 + 2 * kDoubleUnit); }
+  static Interval around(double c, double r) { return {c - r, c + r}; }
+};
+
+// Largest float <= x and smallest float >= x (x finite or infinite).
+float float_down(double x);
+float float_up(double x);
+// The interval a value in `x` occupies after RN to bf16 (monotone, so the ends map outward).
+Interval round_to_bf16(Interval x);
+
+// SwiGLU with optional clamp (recipe Swiglu): g' = min(g, L), v = clamp(u, -L, L) + beta,
+// out = g' sigmoid(alpha g') v, evaluated in double (error <= kOracleTranscendentalError relative).
+double swiglu(double gate, double up, const Swiglu& s);
+// What a correct kernel's fp32 activation output (before any bf16 rounding point) may be when its
+// gate and up inputs lie in the given intervals: propagation by the slope bound plus the evaluation
+// error of a fast-math fp32 kernel (swiglu_eval_relative_error).
+Interval swiglu_kernel_interval(Interval gate, Interval up, const Swiglu& s);
+// Relative error of a fast-math fp32 evaluation of g sigmoid(a g) v at z = a g: __expf
+// (2 + 1.173|z|) ulp [CUDA C Programming Guide, intrinsic functions], __fdividef 2 ulp, five
+// roundings of 1/2 ulp (a*g, 1+e, g*sigma, *v, +beta) and the rounding of z (|z| u in sigma), one
+// ulp = 2^-23 relative: (8 + 2|z|) 2^-23 with 1.5 ulp to spare for second-order terms. Below
+// z = -80 the kernel's sigmoid may flush (exp overflow, __fdividef of huge denominators): error 100%.
+double swiglu_eval_relative_error(double z);
+
+// ---- NVFP4 activation quantization as a rounding point -------------------------------------------
+// Relative error of the kernel's y = fl(x * outScale) against x * S_q / sfd over every quantizer
+// variant (SPEC.md §1.5): rcp.approx is within 1 ulp (2^-23) [MEASURED], outScale passes through at
+// most rcp, fl(*), rcp (2^-23 + 2^-24 + 2^-23) and y through one more fl (2^-24): < 2^-21 + 2^-23,
+// rounded up to 2^-20.
+inline constexpr double kQuantScaleRelError = 0x1p-20;
+
+// Everything a correct quantizer may produce for one row whose elements are known to intervals.
+// Operand values are e2m1 * e4m3 (global scale excluded), the unit of exact_dot.
+struct Nvfp4Envelope {
+  std::vector<uint8_t> center_codes;   // a representative quantization (inside the envelope)
+  std::vector<uint8_t> center_scales;  // its block scale bytes
+  std::vector<double> lo, hi;          // per element: range of the operand value over all outcomes
+  std::vector<uint8_t> scale_lo, scale_hi;  // per block: range of admissible E4M3 bytes
+  bool indeterminate = false;          // a non-finite input or scale: nothing can be said
+  double radius(size_t i, double center) const;
+};
+// `lo`/`hi`: per-element interval of the values the kernel quantizes (fp32/bf16 values);
+// `center`: a representative point inside (e.g. the oracle's value); `s_q`: the quantization scale.
+Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double> hi,
+                             std::span<const double> center, float s_q);
+// First element (or -1 - block for a scale byte) whose kernel decision lies outside the envelope;
+// kAdmitted when all are admissible. Codes are unpacked (one per element), 0x0 == 0x8.
+inline constexpr int64_t kAdmitted = INT64_MIN;
+int64_t nvfp4_admits(std::span<const double> lo, std::span<const double> hi, float s_q,
+                     std::span<const uint8_t> codes, std::span<const uint8_t> scales);
+
+}  // namespace moefuzz

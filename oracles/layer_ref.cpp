@@ -1,0 +1,491 @@
+#include "oracles/layer_ref.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "core/bf16.h"
+#include "core/e2m1.h"
+#include "core/e4m3.h"
+#include "core/errors.h"
+#include "core/fp4_packing.h"
+#include "oracles/bounds.h"
+#include "oracles/exact_dot.h"
+
+namespace moefuzz {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+// Largest |e2m1 * e4m3| operand: 6 * 448.
+constexpr double kMaxOperand = 6.0 * 448.0;
+
+// One expanded (token, slot) pair, or a separately added shared expert of a token.
+struct ExpandedRow {
+  int64_t token = 0;
+  int64_t slot = 0;          // kernel row index t * slots + slot; -1 for a separate shared expert
+  int32_t expert = 0;
+  float weight = 1.0f;
+};
+
+bool is_nan(Interval x) { return std::isnan(x.lo) || std::isnan(x.hi); }
+
+// Underflow floor of one GEMM element: each of the K + kGemmExtraRoundings operations may lose up
+// to 2^-126 (FTZ); an underflowed dequantized operand is further multiplied by the other operand,
+// at most kMaxOperand * S_d.
+double gemm_floor(int64_t k, double sda, double sdw) {
+  return static_cast<double>(k + kGemmExtraRoundings) * kUnderflowFloor * (1 + kMaxOperand * std::fabs(sda)) *
+         (1 + kMaxOperand * std::fabs(sdw));
+}
+
+// Interval of a correct kernel's fp32 GEMM result: alpha * exact sum, accumulation in any order over
+// operands that may deviate from the decoded center by the sparse `flips` (radius per element).
+Interval gemm_interval(const ExactDot& d, double alpha, double flip_sum, int64_t k, double floor) {
+  if (d.nan) return {kNaN, kNaN};
+  const double v = alpha * d.value();
+  const double a = std::fabs(alpha);
+  const double b = (gamma_n(static_cast<double>(k + kGemmExtraRoundings), kFp32Unit) * a * (d.abs_value() + flip_sum) +
+                    a * flip_sum) * (1 + 8 * kDoubleUnit) + floor;
+  if (!std::isfinite(v) || !std::isfinite(b)) return {kNaN, kNaN};
+  return {v - b, v + b};
+}
+
+double flip_sum(const std::vector<std::pair<int32_t, double>>& flips, const DecodedNvfp4& w, int64_t row) {
+  double s = 0;
+  for (const auto& [i, r] : flips) s += r * std::fabs(w.operand(row, i));
+  return s;
+}
+
+void store(StageExpectation* st, int64_t row, int64_t col, Interval x) {
+  if (st == nullptr) return;
+  const size_t idx = static_cast<size_t>(row * st->cols + col);
+  if (is_nan(x)) {
+    st->expected[idx] = kNaN;
+    st->bound[idx] = kInf;  // nothing can be said: left to the FINITE invariant
+  } else {
+    st->expected[idx] = x.center();
+    st->bound[idx] = x.radius();
+  }
+}
+
+StageExpectation make_stage(const std::string& name, int64_t rows, int64_t cols) {
+  StageExpectation s;
+  s.stage = name;
+  s.rows = rows;
+  s.cols = cols;
+  s.expected.assign(static_cast<size_t>(rows * cols), 0.0);
+  s.bound.assign(static_cast<size_t>(rows * cols), 0.0);
+  return s;
+}
+
+Verdict inadmissible(const char* stage, const ExpandedRow& r, int64_t where, const Nvfp4Envelope& env,
+                     std::span<const uint8_t> codes, std::span<const uint8_t> scales) {
+  ElementError e;
+  e.where = {.token = r.token, .slot = r.slot, .expert = r.expert, .element = where >= 0 ? where : -1};
+  std::string msg;
+  if (where >= 0) {
+    const size_t i = static_cast<size_t>(where);
+    e.got = e2m1_to_float(codes[i]) * e4m3_to_float(scales[i / 16]);
+    e.expected = (env.lo[i] + env.hi[i]) / 2;
+    e.bound = (env.hi[i] - env.lo[i]) / 2;
+    msg = "kernel " + std::string(stage) + " code of element " + std::to_string(where) +
+          " decodes outside every admissible quantization of its input interval";
+  } else {
+    const size_t b = static_cast<size_t>(-1 - where);
+    e.got = e4m3_to_float(scales[b]);
+    e.expected = (e4m3_to_float(env.scale_lo[b]) + e4m3_to_float(env.scale_hi[b])) / 2;
+    e.bound = (e4m3_to_float(env.scale_hi[b]) - e4m3_to_float(env.scale_lo[b])) / 2;
+    e.where.element = static_cast<int64_t>(b) * 16;
+    msg = "kernel " + std::string(stage) + " block scale of block " + std::to_string(b) +
+          " is outside the admissible E4M3 range for its input interval";
+  }
+  Verdict v = Verdict::fail("ORACLE", stage, msg, e);
+  v.worst_elements.push_back(e);
+  v.compared = 1;
+  return v;
+}
+
+// Quantized input rows of one expert: the decoded operands and the sparse per-element radius of
+// the operands a correct kernel might have chosen instead (empty when conditioned on its codes).
+struct QuantizedInputs {
+  DecodedNvfp4 rows;
+  std::vector<std::vector<std::pair<int32_t, double>>> flips;
+  std::vector<uint8_t> indeterminate;
+};
+
+// Admit the kernel's exposed codes for row `r` (if any) or cover all admissible codes.
+// Returns false (and sets `fail`) when the kernel's codes are inadmissible.
+bool quantize_row(const char* stage, const ExpandedRow& er, int64_t j, std::span<const double> lo,
+                  std::span<const double> hi, std::span<const double> center, float s_q,
+                  const std::optional<QuantizedRows>* exposed, QuantizedInputs& q, Verdict& fail) {
+  const int64_t cols = static_cast<int64_t>(lo.size());
+  const bool use_kernel = exposed != nullptr && exposed->has_value() && er.slot >= 0;
+  const Nvfp4Envelope env = nvfp4_envelope(lo, hi, center, s_q);
+  if (env.indeterminate) {
+    q.indeterminate[static_cast<size_t>(j)] = 1;
+    return true;
+  }
+  if (use_kernel) {
+    const QuantizedRows& k = **exposed;
+    const std::span<const uint8_t> packed(k.packed.data() + er.slot * (cols / 2), static_cast<size_t>(cols / 2));
+    const std::span<const uint8_t> scales(k.scales.data() + er.slot * (cols / 16), static_cast<size_t>(cols / 16));
+    const std::vector<uint8_t> codes = unpack_fp4(packed);
+    const int64_t bad = nvfp4_admits(lo, hi, s_q, codes, scales);
+    if (bad != kAdmitted) {
+      fail = inadmissible(stage, er, bad, env, codes, scales);
+      return false;
+    }
+    q.rows.set_row(j, codes, scales);
+    return true;
+  }
+  q.rows.set_row(j, env.center_codes, env.center_scales);
+  for (int64_t i = 0; i < cols; ++i) {
+    const double r = env.radius(static_cast<size_t>(i), q.rows.operand(j, i));
+    if (r > 0) q.flips[static_cast<size_t>(j)].push_back({static_cast<int32_t>(i), r});
+  }
+  return true;
+}
+
+void check_exposed(const std::optional<QuantizedRows>& q, int64_t rows, int64_t cols, const char* what) {
+  if (!q) return;
+  if (q->rows != rows || q->cols != cols || static_cast<int64_t>(q->packed.size()) != rows * cols / 2 ||
+      static_cast<int64_t>(q->scales.size()) != rows * cols / 16)
+    throw InputError(std::string("kernel ") + what + " has the wrong shape");
+}
+
+}  // namespace
+
+const StageExpectation* LayerReference::stage(const std::string& name) const {
+  for (const auto& s : stages)
+    if (s.stage == name) return &s;
+  return nullptr;
+}
+
+LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDecision& routing,
+                               const LayerResult* kernel, LayerReferenceOptions opts) {
+  const Shape& sh = c.recipe.shape;
+  const int64_t T = sh.tokens, H = sh.hidden, I = sh.inter;
+  const int64_t slots = routing.slots;
+  if (routing.tokens != T || static_cast<int64_t>(routing.ids.size()) != T * slots ||
+      static_cast<int64_t>(routing.weights.size()) != T * slots)
+    throw InputError("routing decision shape does not match the case");
+  const bool w4a16 = c.recipe.quant.activations == ActivationFormat::kBf16;
+  if (kernel != nullptr && !w4a16) {
+    check_exposed(kernel->fc1_input, T * slots, H, "fc1_input");
+    check_exposed(kernel->fc2_input, T * slots, I, "fc2_input");
+  }
+  LayerReference ref;
+  ref.admissibility = Verdict::pass("ORACLE", "admissibility");
+
+  // Expanded rows: the kernel's slots, then separately added shared experts.
+  std::vector<ExpandedRow> rows;
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t s = 0; s < slots; ++s) {
+      const int32_t e = routing.ids[static_cast<size_t>(t * slots + s)];
+      if (e < 0 || e >= static_cast<int32_t>(c.experts.size())) {
+        ElementError ee;
+        ee.where = {.token = t, .slot = s, .expert = e};
+        ref.admissibility = Verdict::fail("ORACLE", "route", "expert id " + std::to_string(e) + " out of range", ee);
+        return ref;
+      }
+      rows.push_back({t, t * slots + s, e, routing.weights[static_cast<size_t>(t * slots + s)]});
+    }
+  const int64_t kernel_rows = static_cast<int64_t>(rows.size());
+  if (c.recipe.routing.shared_fusion == SharedFusion::kSeparate)
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t j = 0; j < sh.shared_experts; ++j) rows.push_back({t, -1, static_cast<int32_t>(sh.experts + j), 1.0f});
+  const int64_t R = static_cast<int64_t>(rows.size());
+
+  std::vector<StageExpectation> inter;
+  StageExpectation *g1 = nullptr, *act = nullptr, *g2 = nullptr;
+  if (opts.keep_intermediates) {
+    inter.push_back(make_stage("gemm1", kernel_rows, 2 * I));
+    inter.push_back(make_stage("activation", kernel_rows, I));
+    inter.push_back(make_stage("gemm2", kernel_rows, H));
+    g1 = &inter[0];
+    act = &inter[1];
+    g2 = &inter[2];
+  }
+  // GEMM2 intervals of every expanded row (combine input).
+  std::vector<double> y_lo(static_cast<size_t>(R * H)), y_hi(static_cast<size_t>(R * H));
+
+  std::vector<std::vector<int64_t>> by_expert(c.experts.size());
+  for (int64_t r = 0; r < R; ++r) by_expert[static_cast<size_t>(rows[static_cast<size_t>(r)].expert)].push_back(r);
+
+  std::vector<float> xrow(static_cast<size_t>(H));
+  std::vector<double> xd(static_cast<size_t>(H)), hlo(static_cast<size_t>(I)), hhi(static_cast<size_t>(I)),
+      hc(static_cast<size_t>(I));
+  std::vector<Interval> gate(static_cast<size_t>(I)), up(static_cast<size_t>(I));
+  const Swiglu& sw = c.recipe.swiglu;
+
+  for (size_t e = 0; e < c.experts.size(); ++e) {
+    const std::vector<int64_t>& members = by_expert[e];
+    if (members.empty()) continue;
+    const int64_t n = static_cast<int64_t>(members.size());
+    const ExpertWeights& W = c.experts[e];
+    const DecodedNvfp4 dg = DecodedNvfp4::from_matrix(W.gate), du = DecodedNvfp4::from_matrix(W.up),
+                       dd = DecodedNvfp4::from_matrix(W.down);
+    const float sq1 = c.a1_scale_for(static_cast<int64_t>(e)), sq2 = c.a2_scale_for(static_cast<int64_t>(e));
+    // W4A4: activations dequantize with 1/S_q; W4A16 activations carry no global scale.
+    const double sda1 = w4a16 ? 1.0 : 1.0 / static_cast<double>(sq1);
+    const double sda2 = w4a16 ? 1.0 : 1.0 / static_cast<double>(sq2);
+    const double alpha_g = sda1 * W.gate.global_dequant, alpha_u = sda1 * W.up.global_dequant;
+    const double alpha_d = sda2 * W.down.global_dequant;
+    const double floor_g = gemm_floor(H, sda1, W.gate.global_dequant), floor_u = gemm_floor(H, sda1, W.up.global_dequant);
+    const double floor_d = gemm_floor(I, sda2, W.down.global_dequant);
+
+    QuantizedInputs qa{DecodedNvfp4(w4a16 ? 0 : n, H), std::vector<std::vector<std::pair<int32_t, double>>>(static_cast<size_t>(n)),
+                       std::vector<uint8_t>(static_cast<size_t>(n), 0)};
+    QuantizedInputs qh{DecodedNvfp4(w4a16 ? 0 : n, I), std::vector<std::vector<std::pair<int32_t, double>>>(static_cast<size_t>(n)),
+                       std::vector<uint8_t>(static_cast<size_t>(n), 0)};
+    for (int64_t j = 0; j < n; ++j) {
+      const ExpandedRow& er = rows[static_cast<size_t>(members[static_cast<size_t>(j)])];
+      for (int64_t i = 0; i < H; ++i) {
+        xrow[static_cast<size_t>(i)] = bf16_to_float(c.hidden[static_cast<size_t>(er.token * H + i)]);
+        xd[static_cast<size_t>(i)] = xrow[static_cast<size_t>(i)];
+      }
+      // ---- FC1 input quantization (exact input: the interval is a point) ----
+      if (!w4a16) {
+        Verdict fail;
+        if (!quantize_row("fc1_quant", er, j, xd, xd, xd, sq1, kernel ? &kernel->fc1_input : nullptr, qa, fail)) {
+          ref.admissibility = fail;
+          return ref;
+        }
+      }
+      // ---- GEMM1 (semantic gate | up) ----
+      for (int64_t o = 0; o < I; ++o) {
+        Interval ig, iu;
+        if (w4a16) {
+          const W4A16Dot dg1 = w4a16_dot(xrow, dg, o), du1 = w4a16_dot(xrow, du, o);
+          ExactDot pg, pu;  // reuse gemm_interval through an equivalent magnitude
+          const auto w4 = [&](const W4A16Dot& d, double alpha, double floor) -> Interval {
+            if (!std::isfinite(d.value)) return {kNaN, kNaN};
+            const double v = alpha * d.value, a = std::fabs(alpha);
+            const double b = (gamma_n(static_cast<double>(H + kGemmExtraRoundings), kFp32Unit) * a * d.abs_value +
+                              a * d.error_bound) * (1 + 8 * kDoubleUnit) + floor;
+            return {v - b, v + b};
+          };
+          ig = w4(dg1, alpha_g, floor_g);
+          iu = w4(du1, alpha_u, floor_u);
+          (void)pg;
+          (void)pu;
+        } else if (qa.indeterminate[static_cast<size_t>(j)]) {
+          ig = iu = {kNaN, kNaN};
+        } else {
+          const auto& fl = qa.flips[static_cast<size_t>(j)];
+          ig = gemm_interval(exact_dot(qa.rows, j, dg, o), alpha_g, fl.empty() ? 0 : flip_sum(fl, dg, o), H, floor_g);
+          iu = gemm_interval(exact_dot(qa.rows, j, du, o), alpha_u, fl.empty() ? 0 : flip_sum(fl, du, o), H, floor_u);
+        }
+        if (p.bf16_after_gemm1) {
+          if (!is_nan(ig)) ig = round_to_bf16(ig);
+          if (!is_nan(iu)) iu = round_to_bf16(iu);
+        }
+        gate[static_cast<size_t>(o)] = ig;
+        up[static_cast<size_t>(o)] = iu;
+        if (er.slot >= 0) {
+          store(g1, er.slot, o, ig);
+          store(g1, er.slot, I + o, iu);
+        }
+      }
+      // ---- SwiGLU ----
+      bool h_nan = false;
+      for (int64_t o = 0; o < I; ++o) {
+        Interval h = swiglu_kernel_interval(gate[static_cast<size_t>(o)], up[static_cast<size_t>(o)], sw);
+        if (!is_nan(h) && p.bf16_after_activation) h = round_to_bf16(h);
+        if (er.slot >= 0) store(act, er.slot, o, h);
+        h_nan |= is_nan(h);
+        hlo[static_cast<size_t>(o)] = h.lo;
+        hhi[static_cast<size_t>(o)] = h.hi;
+        hc[static_cast<size_t>(o)] = h.center();
+      }
+      // ---- FC2 input quantization ----
+      if (!w4a16) {
+        if (h_nan) {
+          qh.indeterminate[static_cast<size_t>(j)] = 1;
+        } else {
+          Verdict fail;
+          if (!quantize_row("fc2_quant", er, j, hlo, hhi, hc, sq2, kernel ? &kernel->fc2_input : nullptr, qh, fail)) {
+            ref.admissibility = fail;
+            return ref;
+          }
+        }
+      }
+      // ---- GEMM2 ----
+      std::vector<float> hcf, hrf;
+      if (w4a16) {
+        hcf.resize(static_cast<size_t>(I));
+        hrf.resize(static_cast<size_t>(I));
+        for (int64_t o = 0; o < I; ++o) {
+          hcf[static_cast<size_t>(o)] = static_cast<float>(hc[static_cast<size_t>(o)]);
+          const double r = std::max(hhi[static_cast<size_t>(o)] - hcf[static_cast<size_t>(o)],
+                                    hcf[static_cast<size_t>(o)] - hlo[static_cast<size_t>(o)]);
+          hrf[static_cast<size_t>(o)] = float_up(r);
+        }
+      }
+      for (int64_t o = 0; o < H; ++o) {
+        Interval y;
+        if (w4a16) {
+          if (h_nan) {
+            y = {kNaN, kNaN};
+          } else {
+            const W4A16Dot d = w4a16_dot(hcf, dd, o), rr = w4a16_dot(hrf, dd, o);
+            const double a = std::fabs(alpha_d), fs = rr.abs_value + rr.error_bound;
+            const double v = alpha_d * d.value;
+            const double b = (gamma_n(static_cast<double>(I + kGemmExtraRoundings), kFp32Unit) * a * (d.abs_value + fs) +
+                              a * (fs + d.error_bound)) * (1 + 8 * kDoubleUnit) + floor_d;
+            y = std::isfinite(v) && std::isfinite(b) ? Interval{v - b, v + b} : Interval{kNaN, kNaN};
+          }
+        } else if (qh.indeterminate[static_cast<size_t>(j)]) {
+          y = {kNaN, kNaN};
+        } else {
+          const auto& fl = qh.flips[static_cast<size_t>(j)];
+          y = gemm_interval(exact_dot(qh.rows, j, dd, o), alpha_d, fl.empty() ? 0 : flip_sum(fl, dd, o), I, floor_d);
+        }
+        if (!is_nan(y) && p.bf16_after_gemm2) y = round_to_bf16(y);
+        if (er.slot >= 0) store(g2, er.slot, o, y);
+        const size_t idx = static_cast<size_t>(members[static_cast<size_t>(j)] * H + o);
+        y_lo[idx] = y.lo;
+        y_hi[idx] = y.hi;
+      }
+    }
+  }
+
+  // ---- Combine (+ rsf where the profile puts it) and shared experts ----
+  StageExpectation out = make_stage("output", T, H);
+  const float rsf = static_cast<float>(c.recipe.routing.routed_scaling_factor);
+  const bool rsf_in_combine = !p.rsf_in_topk;
+  std::vector<std::vector<int64_t>> routed_rows(static_cast<size_t>(T)), shared_rows(static_cast<size_t>(T));
+  for (int64_t r = 0; r < R; ++r)
+    (rows[static_cast<size_t>(r)].slot >= 0 ? routed_rows : shared_rows)[static_cast<size_t>(rows[static_cast<size_t>(r)].token)].push_back(r);
+  for (int64_t t = 0; t < T; ++t) {
+    const auto& rr = routed_rows[static_cast<size_t>(t)];
+    const double nslots = static_cast<double>(rr.size());
+    for (int64_t o = 0; o < H; ++o) {
+      double lo = 0, hi = 0, mag = 0;
+      bool nan = false;
+      for (int64_t r : rr) {
+        double w = rows[static_cast<size_t>(r)].weight;
+        if (p.combine == CombineAccum::kBf16Products) w = round_to_bf16(static_cast<float>(w));
+        const Interval y{y_lo[static_cast<size_t>(r * H + o)], y_hi[static_cast<size_t>(r * H + o)]};
+        if (is_nan(y) || std::isnan(w)) {
+          nan = true;
+          continue;
+        }
+        Interval prod{std::min(w * y.lo, w * y.hi), std::max(w * y.lo, w * y.hi)};
+        const double pm = std::max(std::fabs(prod.lo), std::fabs(prod.hi));
+        // The fp32 product's own rounding.
+        prod = {prod.lo - kFp32Unit * pm - kUnderflowFloor, prod.hi + kFp32Unit * pm + kUnderflowFloor};
+        if (p.combine == CombineAccum::kBf16Atomics || p.combine == CombineAccum::kBf16Products) prod = round_to_bf16(prod);
+        lo += prod.lo;
+        hi += prod.hi;
+        mag += std::max(std::fabs(prod.lo), std::fabs(prod.hi));
+      }
+      // Accumulation of the slot terms in any order: slots - 1 additions (+1 unit for the oracle's
+      // double sums); bf16 atomics round every one of the `slots` additions to bf16.
+      const double acc_err = p.combine == CombineAccum::kBf16Atomics ? gamma_n(nslots, kBf16Unit) * mag
+                                                                     : gamma_n(nslots, kFp32Unit) * mag;
+      Interval s{lo - acc_err - nslots * kUnderflowFloor, hi + acc_err + nslots * kUnderflowFloor};
+      if (rsf_in_combine) {
+        s = {std::min(s.lo * rsf, s.hi * rsf), std::max(s.lo * rsf, s.hi * rsf)};
+        const double m = std::max(std::fabs(s.lo), std::fabs(s.hi));
+        s = {s.lo - kFp32Unit * m - kUnderflowFloor, s.hi + kFp32Unit * m + kUnderflowFloor};
+      }
+      if (p.bf16_output) s = round_to_bf16(s);
+      const auto& sr = shared_rows[static_cast<size_t>(t)];
+      if (!sr.empty()) {
+        double slo = s.lo, shi = s.hi, smag = std::max(std::fabs(s.lo), std::fabs(s.hi));
+        for (int64_t r : sr) {
+          const Interval y{y_lo[static_cast<size_t>(r * H + o)], y_hi[static_cast<size_t>(r * H + o)]};
+          nan |= is_nan(y);
+          slo += y.lo;
+          shi += y.hi;
+          smag += std::max(std::fabs(y.lo), std::fabs(y.hi));
+        }
+        const double e = gamma_n(static_cast<double>(sr.size() + 1), kFp32Unit) * smag + kUnderflowFloor;
+        s = {slo - e, shi + e};
+        if (p.bf16_output) s = round_to_bf16(s);
+      }
+      store(&out, t, o, nan ? Interval{kNaN, kNaN} : s);
+    }
+  }
+  for (auto& st : inter) ref.stages.push_back(std::move(st));
+  ref.stages.push_back(std::move(out));
+  return ref;
+}
+
+}  // namespace moefuzz
+
+namespace moefuzz {
+
+Verdict compare_stage(const StageExpectation& expected, std::span<const float> got, const RoutingDecision* routing) {
+  const size_t n = expected.expected.size();
+  if (got.size() != n)
+    return Verdict::fail("ORACLE", expected.stage,
+                         "kernel " + expected.stage + " has " + std::to_string(got.size()) + " elements, expected " +
+                             std::to_string(n));
+  const bool per_row = expected.stage != "output" && expected.stage != "route";
+  const auto locate = [&](size_t idx) {
+    Location l;
+    const int64_t row = static_cast<int64_t>(idx) / expected.cols, col = static_cast<int64_t>(idx) % expected.cols;
+    l.element = col;
+    if (expected.stage == "route") {
+      l.token = row;
+      l.slot = col;
+      l.element = -1;
+    } else if (per_row && routing != nullptr && routing->slots > 0) {
+      l.token = row / routing->slots;
+      l.slot = row % routing->slots;
+      l.expert = routing->ids[static_cast<size_t>(row)];
+    } else {
+      l.token = row;
+    }
+    if (expected.stage == "route" && routing != nullptr) l.expert = routing->ids[idx];
+    return l;
+  };
+  std::vector<ElementError> errs;
+  double max_ratio = 0;
+  int64_t compared = 0;
+  ElementError worst;
+  bool have_worst = false;
+  const auto key = [](const ElementError& e) { return std::isnan(e.got) ? INFINITY : e.ratio(); };
+  for (size_t i = 0; i < n; ++i) {
+    const double b = expected.bound[i];
+    if (std::isinf(b) || std::isnan(expected.expected[i])) continue;
+    ++compared;
+    ElementError e{locate(i), static_cast<double>(got[i]), expected.expected[i], b};
+    const double r = std::isnan(e.got) ? INFINITY : e.ratio();
+    if (!have_worst || key(e) > key(worst) || (std::isnan(e.got) && !std::isnan(worst.got))) {
+      worst = e;
+      have_worst = true;
+    }
+    max_ratio = std::max(max_ratio, r);
+    if (r > 1) errs.push_back(e);
+  }
+  if (errs.empty()) {
+    Verdict v = Verdict::pass("ORACLE", expected.stage);
+    v.max_ratio = max_ratio;
+    v.compared = compared;
+    v.worst = worst;
+    return v;
+  }
+  std::sort(errs.begin(), errs.end(), [&](const ElementError& a, const ElementError& b) {
+    const bool an = std::isnan(a.got), bn = std::isnan(b.got);
+    if (an != bn) return an;
+    return a.ratio() > b.ratio();
+  });
+  const size_t failing = errs.size();
+  if (errs.size() > 30) errs.resize(30);
+  const ElementError& w = errs.front();
+  Verdict v = Verdict::fail("ORACLE", expected.stage,
+                            std::to_string(failing) + " elements of " + expected.stage +
+                                " outside the derived bound; worst error/bound " + std::to_string(w.ratio()) +
+                                " at token " + std::to_string(w.where.token) + " element " + std::to_string(w.where.element),
+                            w);
+  v.worst_elements = std::move(errs);
+  v.max_ratio = std::isnan(w.got) ? INFINITY : max_ratio;
+  v.compared = compared;
+  return v;
+}
+
+}  // namespace moefuzz

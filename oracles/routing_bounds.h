@@ -1,0 +1,50 @@
+#pragma once
+// Rigorous error bounds for what a correct fp32 routing kernel computes, per the profile's arithmetic
+// (SigmoidForm, fast_math_exp; SPEC.md §2). Used for set admissibility (how far a kernel's selection
+// score may be from the exact one) and for routing weights (conditioned on the kernel's ids).
+// Every constant is derived in routing_bounds.cpp from the documented accuracy of the CUDA / libm
+// functions the kernels call and the IEEE rounding of each fp32 operation.
+//
+// Example:
+//   double b = moefuzz::sigmoid_error_bound(profile, x, s);   // |s_kernel - s| <= b
+//   moefuzz::WeightBound wb = moefuzz::normalized_weight_bound(raw, bounds, j, eps, scale, k, dtype);
+#include <cstdint>
+#include <span>
+
+#include "core/profile.h"
+
+namespace moefuzz {
+
+// fp32 unit roundoff (half an ulp, relative) and ulp (relative upper bound).
+inline constexpr double kFp32Unit = 0x1p-24;
+inline constexpr double kFp32Ulp = 0x1p-23;
+// bf16 unit roundoff: 8 significant bits, so RN moves a value by at most 2^-8 of itself.
+inline constexpr double kBf16Unit = 0x1p-8;
+// Absolute floor for results that may be flushed to zero (FTZ) or land in fp32 subnormals: any
+// value below 2^-126 may become 0, and subnormal rounding errs by at most 2^-150.
+inline constexpr double kFp32FlushFloor = 0x1p-125;
+
+// Error, in fp32 ulps (relative 2^-23 each), of the kernel's expf(a): precise expf <= 2 ulp (CUDA
+// Programming Guide, math function accuracy table; glibc and Sleef are tighter); __expf (fast math)
+// <= 2 + floor(1.173*|a|) ulp (same table), taken as 2 + 1.5*|a|.
+double exp_error_ulps(const Profile& p, double a);
+// |sigmoid_kernel(x) - s| for s = sigmoid(x) exactly.
+double sigmoid_error_bound(const Profile& p, double x, double s);
+// |sqrt(softplus)_kernel(x) - v| for v = sqrt(softplus(x)) exactly.
+double sqrt_softplus_error_bound(const Profile& p, double x, double v);
+// |p_kernel_i - p_i| for the softmax of a row: p are the exact probabilities, d_i = x_i - max.
+// Returns one bound per expert.
+void softmax_error_bounds(const Profile& p, std::span<const float> logits, std::span<const double> probs,
+                          std::span<double> bounds);
+
+// Bound on a routing weight w = scale * raw_j / (sum(raw) + eps) (normalize) or scale * raw_j,
+// given exact raw scores and their absolute bounds, for a kernel that computes in fp32 and stores
+// `dtype`. `expected` is the exact weight, `bound` the admissible |kernel - expected|.
+struct WeightBound {
+  double expected = 0;
+  double bound = 0;
+};
+WeightBound routing_weight_bound(std::span<const double> raw, std::span<const double> raw_bounds, size_t j,
+                                 bool normalize, double eps, double scale, WeightDtype dtype);
+
+}  // namespace moefuzz

@@ -1,0 +1,66 @@
+#pragma once
+// A differential + metamorphic campaign: draw recipes from a generator (one root seed), skip those
+// outside the kernel's domain, run the selected invariants through the check engine, save each new
+// failure signature as a finding (recipe + report, written atomically) with a one-line REPRO
+// command, and tally results per invariant. `moefuzz check` is a thin CLI over this.
+//
+// Example:
+//   moefuzz::CampaignOptions o{.kernel_name = "cpu", .cases = 200, .seed = 7, .out_dir = "/tmp/f"};
+//   o.invariants = moefuzz::select_invariants("all");
+//   moefuzz::CampaignSummary s = moefuzz::run_campaign(*kernel, o, std::cerr);
+//   std::cout << moefuzz::format_summary_table(s);
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/recipe.h"
+#include "core/verdict.h"
+#include "kernels/kernel.h"
+#include "properties/check_engine.h"
+
+namespace moefuzz {
+
+struct CampaignOptions {
+  std::string kernel_name;       // as given to --kernel (registry name or plugin path): used in REPRO
+  std::string profile;           // "" = the kernel's declared profile
+  int64_t cases = 0;             // stop after this many checked cases (0 = no limit)
+  double seconds = 0;            // stop after this much time (0 = no limit)
+  uint64_t seed = 1;
+  std::string shapes = "small";  // small | medium | large | model:NAME
+  std::vector<const Invariant*> invariants;
+  std::string out_dir;           // findings land here
+  bool progress = false;         // a progress line on stderr
+  RunOptions run;
+};
+
+struct Finding {
+  std::string signature;     // invariant/stage
+  std::string recipe_path;
+  std::string report_path;
+  std::string repro;         // the one-line command
+  int64_t occurrences = 1;   // cases that failed with this signature
+};
+
+struct CampaignSummary {
+  std::string kernel;
+  uint64_t seed = 0;
+  int64_t cases = 0;             // checked
+  int64_t unsupported = 0;       // drawn but outside the kernel's domain
+  double seconds = 0;
+  Tallies tallies;
+  std::vector<Finding> findings;
+};
+
+CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& options, std::ostream& log);
+// Writes the recipe (with a header naming kernel, failure and REPRO) and the failure report.
+Finding save_finding(const CaseRecipe& recipe, const Verdict& v, const std::string& kernel_name,
+                     const std::string& out_dir, int64_t index);
+std::string format_summary_table(const CampaignSummary& s);
+nlohmann::json summary_json(const CampaignSummary& s);
+// The `# kernel: NAME` header line of a saved finding, or "" when absent.
+std::string kernel_named_in(const std::string& recipe_text);
+
+}  // namespace moefuzz

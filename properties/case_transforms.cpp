@@ -1,0 +1,159 @@
+#include "properties/case_transforms.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "core/e4m3.h"
+#include "core/errors.h"
+#include "core/rng.h"
+
+namespace moefuzz {
+namespace {
+
+// Fisher-Yates driven by a counter-based stream (deterministic in the seed).
+void shuffle(std::vector<int64_t>& v, const Stream& s, uint64_t salt) {
+  for (int64_t i = static_cast<int64_t>(v.size()) - 1; i > 0; --i) {
+    const int64_t j = s.uniform_int(salt * 1000003u + static_cast<uint64_t>(i), 0, i);
+    std::swap(v[static_cast<size_t>(i)], v[static_cast<size_t>(j)]);
+  }
+}
+
+// Copy of `m` with rows/cols zero-padded to (rows, cols). New blocks get scale byte 0.
+Nvfp4Matrix pad_matrix(const Nvfp4Matrix& m, int64_t rows, int64_t cols) {
+  Nvfp4Matrix out(rows, cols);
+  out.global_dequant = m.global_dequant;
+  for (int64_t r = 0; r < m.rows; ++r) {
+    for (int64_t c = 0; c < m.cols; ++c) out.set_code(r, c, m.code(r, c));
+    for (int64_t b = 0; b < m.blocks_per_row(); ++b) out.scale(r, b) = m.scale(r, b);
+  }
+  return out;
+}
+
+}  // namespace
+
+Case with_routed_scale(const Case& c, double s) {
+  Case out = c;
+  out.recipe.routing.routed_scaling_factor = s;
+  return out;
+}
+
+Case without_shared_experts(const Case& c) {
+  Case out = c;
+  const int64_t e = c.recipe.shape.experts;
+  out.experts.resize(static_cast<size_t>(e));
+  if (out.a1_scale.size() > 1) out.a1_scale.resize(static_cast<size_t>(e));
+  if (out.a2_scale.size() > 1) out.a2_scale.resize(static_cast<size_t>(e));
+  out.recipe.shape.shared_experts = 0;
+  out.recipe.routing.shared_fusion = SharedFusion::kSeparate;
+  return out;
+}
+
+std::vector<int64_t> group_preserving_permutation(const Case& c, uint64_t seed) {
+  const Shape& s = c.recipe.shape;
+  const int64_t groups = c.recipe.routing.mode == RoutingMode::kSigmoidGrouped ? s.n_group : 1;
+  const int64_t per_group = s.experts / groups;
+  const Stream stream(seed, "permutation");
+  std::vector<int64_t> group_order(static_cast<size_t>(groups));
+  std::iota(group_order.begin(), group_order.end(), 0);
+  shuffle(group_order, stream, 1);
+  std::vector<int64_t> perm(static_cast<size_t>(s.experts));
+  for (int64_t g = 0; g < groups; ++g) {
+    std::vector<int64_t> within(static_cast<size_t>(per_group));
+    std::iota(within.begin(), within.end(), 0);
+    shuffle(within, stream, 2 + static_cast<uint64_t>(g));
+    for (int64_t j = 0; j < per_group; ++j)
+      perm[static_cast<size_t>(g * per_group + j)] = group_order[static_cast<size_t>(g)] * per_group + within[static_cast<size_t>(j)];
+  }
+  return perm;
+}
+
+Case permute_experts(const Case& c, const std::vector<int64_t>& perm) {
+  const Shape& s = c.recipe.shape;
+  if (static_cast<int64_t>(perm.size()) != s.experts) throw std::invalid_argument("permute_experts: size");
+  Case out = c;
+  for (int64_t e = 0; e < s.experts; ++e) {
+    const auto ne = static_cast<size_t>(perm[static_cast<size_t>(e)]);
+    out.experts[ne] = c.experts[static_cast<size_t>(e)];
+    if (!c.bias.empty()) out.bias[ne] = c.bias[static_cast<size_t>(e)];
+    if (c.a1_scale.size() > 1) out.a1_scale[ne] = c.a1_scale[static_cast<size_t>(e)];
+    if (c.a2_scale.size() > 1) out.a2_scale[ne] = c.a2_scale[static_cast<size_t>(e)];
+    for (int64_t t = 0; t < s.tokens; ++t)
+      out.logits[static_cast<size_t>(t * s.experts) + ne] = c.logits[static_cast<size_t>(t * s.experts + e)];
+  }
+  for (auto& id : out.hash_table)
+    if (id >= 0 && id < s.experts) id = static_cast<int32_t>(perm[static_cast<size_t>(id)]);
+  return out;
+}
+
+Case select_tokens(const Case& c, const std::vector<int64_t>& rows) {
+  const Shape& s = c.recipe.shape;
+  Case out = c;
+  out.recipe.shape.tokens = static_cast<int64_t>(rows.size());
+  out.hidden.assign(rows.size() * static_cast<size_t>(s.hidden), 0);
+  out.logits.assign(rows.size() * static_cast<size_t>(s.experts), 0.0f);
+  if (!c.token_ids.empty()) out.token_ids.assign(rows.size(), 0);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const int64_t t = rows[i];
+    std::copy_n(c.hidden.begin() + t * s.hidden, s.hidden, out.hidden.begin() + static_cast<int64_t>(i) * s.hidden);
+    std::copy_n(c.logits.begin() + t * s.experts, s.experts, out.logits.begin() + static_cast<int64_t>(i) * s.experts);
+    if (!c.token_ids.empty()) out.token_ids[i] = c.token_ids[static_cast<size_t>(t)];
+  }
+  return out;
+}
+
+Case pad_dims(const Case& c, int64_t new_hidden, int64_t new_inter) {
+  const Shape& s = c.recipe.shape;
+  if (new_hidden < s.hidden || new_inter < s.inter || new_hidden % 16 || new_inter % 16)
+    throw std::invalid_argument("pad_dims: sizes");
+  Case out = c;
+  out.recipe.shape.hidden = new_hidden;
+  out.recipe.shape.inter = new_inter;
+  out.hidden.assign(static_cast<size_t>(s.tokens * new_hidden), 0);
+  for (int64_t t = 0; t < s.tokens; ++t)
+    std::copy_n(c.hidden.begin() + t * s.hidden, s.hidden, out.hidden.begin() + t * new_hidden);
+  for (size_t e = 0; e < c.experts.size(); ++e) {
+    out.experts[e].gate = pad_matrix(c.experts[e].gate, new_inter, new_hidden);
+    out.experts[e].up = pad_matrix(c.experts[e].up, new_inter, new_hidden);
+    out.experts[e].down = pad_matrix(c.experts[e].down, new_hidden, new_inter);
+  }
+  return out;
+}
+
+Case rescale_weight_global(const Case& c, int64_t expert, const std::string& which, int k, bool* ok) {
+  Case out = c;
+  *ok = false;
+  auto& ew = out.experts.at(static_cast<size_t>(expert));
+  Nvfp4Matrix* m = which == "gate" ? &ew.gate : which == "up" ? &ew.up : which == "down" ? &ew.down : nullptr;
+  if (m == nullptr) throw std::invalid_argument("rescale_weight_global: which");
+  const double factor = std::ldexp(1.0, k);
+  for (auto& b : m->scales) {
+    const float v = e4m3_to_float(b);
+    if (v == 0.0f) continue;
+    const double scaled = static_cast<double>(v) * factor;
+    // Stay in the normal range so the new byte is exactly v * 2^k.
+    if (!(scaled >= 0x1p-6 && scaled <= kE4m3Max)) return c;
+    const uint8_t nb = e4m3_from_float(static_cast<float>(scaled));
+    if (static_cast<double>(e4m3_to_float(nb)) != scaled) return c;
+    b = nb;
+  }
+  const double sd = static_cast<double>(m->global_dequant) / factor;
+  if (!(std::fabs(sd) >= 0x1p-126 && std::fabs(sd) < 0x1p127)) return c;
+  m->global_dequant = static_cast<float>(sd);
+  *ok = true;
+  return out;
+}
+
+Case shift_logits(const Case& c, float shift, bool* ok) {
+  Case out = c;
+  *ok = false;
+  for (auto& x : out.logits) {
+    const float y = x + shift;
+    if (static_cast<double>(y) != static_cast<double>(x) + static_cast<double>(shift)) return c;
+    x = y;
+  }
+  *ok = true;
+  return out;
+}
+
+}  // namespace moefuzz

@@ -1,0 +1,64 @@
+#include "properties/check_engine.h"
+
+#include <chrono>
+#include <cmath>
+#include <stdexcept>
+
+#include "core/errors.h"
+
+namespace moefuzz {
+
+bool CaseReport::failed() const {
+  for (const auto& v : verdicts)
+    if (v.failed()) return true;
+  return false;
+}
+
+const Verdict& CaseReport::first_failure() const {
+  for (const auto& v : verdicts)
+    if (v.failed()) return v;
+  throw std::logic_error("first_failure on a passing report");
+}
+
+CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  CaseReport rep;
+  CheckContext ctx(kernel, c, options.run);
+  for (const Invariant* inv : options.invariants) {
+    const std::string why_not = inv->applies(kernel, c.recipe);
+    if (!why_not.empty()) {
+      rep.verdicts.push_back(Verdict::skip(inv->code, why_not));
+      continue;
+    }
+    Verdict v;
+    try {
+      v = inv->check(ctx);
+    } catch (const InputError&) {
+      throw;  // bad input from outside (e.g. a plugin with the wrong ABI) is the caller's to report
+    } catch (const std::exception& e) {
+      v = Verdict::fail(inv->code, "kernel", std::string("the kernel raised: ") + e.what());
+    }
+    v.invariant = inv->code;
+    rep.verdicts.push_back(v);
+    if (v.failed() && options.stop_at_first_failure) break;
+  }
+  rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return rep;
+}
+
+void tally(Tallies& t, const CaseReport& r) {
+  for (const auto& v : r.verdicts) {
+    InvariantTally& x = t[v.invariant];
+    switch (v.outcome) {
+      case Outcome::kPass:
+        ++x.passed;
+        if (std::isfinite(v.max_ratio)) x.max_ratio = std::max(x.max_ratio, v.max_ratio);
+        break;
+      case Outcome::kFail: ++x.failed; break;
+      case Outcome::kSkip: ++x.skipped; break;
+      case Outcome::kVacuous: ++x.vacuous; break;
+    }
+  }
+}
+
+}  // namespace moefuzz

@@ -1,0 +1,46 @@
+#pragma once
+// The check engine: runs the selected invariants of the registry on one case, turning kernel faults
+// (exceptions, crashes of isolated plugins) into findings, and aggregates results per invariant.
+// Every driver (CLI check/replay/mutants, RapidCheck suites, fuzz targets) calls this.
+//
+// Example:
+//   moefuzz::CheckOptions o{.invariants = moefuzz::select_invariants("all")};
+//   moefuzz::CaseReport rep = moefuzz::check_case(*kernel, c, o);
+//   if (rep.failed()) std::cout << moefuzz::format_failure_report(c.recipe, rep.first_failure(), ...);
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/case.h"
+#include "core/verdict.h"
+#include "kernels/kernel.h"
+#include "properties/invariant.h"
+
+namespace moefuzz {
+
+struct CheckOptions {
+  std::vector<const Invariant*> invariants;
+  RunOptions run;
+  bool stop_at_first_failure = false;
+};
+
+struct CaseReport {
+  std::vector<Verdict> verdicts;  // one per selected invariant, in registry order
+  double seconds = 0;
+  bool failed() const;
+  const Verdict& first_failure() const;  // precondition: failed()
+};
+
+// Never throws for kernel misbehaviour: an exception from the kernel becomes a failed verdict of the
+// invariant that was running ("CANARY"-style fault report with the exception text).
+CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& options);
+
+// Per-invariant tallies over a campaign.
+struct InvariantTally {
+  int64_t passed = 0, failed = 0, skipped = 0, vacuous = 0;
+  double max_ratio = 0;  // max error/bound seen on passing cases (tightness)
+};
+using Tallies = std::map<std::string, InvariantTally>;
+void tally(Tallies& t, const CaseReport& r);
+
+}  // namespace moefuzz

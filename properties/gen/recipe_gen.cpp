@@ -1,0 +1,168 @@
+#include "properties/gen/recipe_gen.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "core/errors.h"
+#include "core/rng.h"
+
+namespace moefuzz::gen {
+namespace {
+
+template <typename E>
+rc::Gen<E> enum_in(std::initializer_list<E> values) {
+  return rc::gen::elementOf(std::vector<E>(values));
+}
+
+struct ModelShape {
+  std::string name;
+  Shape shape;
+  RoutingMode mode;
+  ScoreFunc score;
+  bool renormalize;
+  double rsf;
+  double swiglu_limit;
+};
+
+const std::vector<ModelShape>& models() {
+  static const std::vector<ModelShape> m = {
+      {"deepseek-v3", {.tokens = 4, .hidden = 7168, .inter = 2048, .experts = 256, .top_k = 8, .n_group = 8, .topk_group = 4, .shared_experts = 1},
+       RoutingMode::kSigmoidGrouped, ScoreFunc::kSigmoid, true, 2.5, INFINITY},
+      {"qwen3-moe", {.tokens = 4, .hidden = 2048, .inter = 768, .experts = 128, .top_k = 8},
+       RoutingMode::kSoftmax, ScoreFunc::kSoftmax, true, 1.0, INFINITY},
+      {"mixtral", {.tokens = 4, .hidden = 4096, .inter = 14336, .experts = 8, .top_k = 2},
+       RoutingMode::kSoftmax, ScoreFunc::kSoftmax, true, 1.0, INFINITY},
+      {"deepseek-v4-hash", {.tokens = 4, .hidden = 4096, .inter = 2048, .experts = 256, .top_k = 6, .shared_experts = 1},
+       RoutingMode::kHash, ScoreFunc::kSqrtSoftplus, true, 1.5, 10.0},
+  };
+  return m;
+}
+
+// Token counts that sit on and around tile boundaries.
+const std::vector<int64_t> kBoundaryTokens = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129};
+
+}  // namespace
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> n;
+  for (const auto& m : models()) n.push_back(m.name);
+  return n;
+}
+
+rc::Gen<ValueProfile> value_profile() {
+  // Each field starts with its tame value so that shrinking moves toward tame inputs.
+  return rc::gen::exec([] {
+    ValueProfile v;
+    v.logits = *enum_in({LogitProfile::kNormal, LogitProfile::kAllNegative, LogitProfile::kVeryNegative,
+                         LogitProfile::kTies, LogitProfile::kNearTies, LogitProfile::kLarge});
+    v.bias = *enum_in({BiasProfile::kSmall, BiasProfile::kDominant, BiasProfile::kNegative, BiasProfile::kZero});
+    v.table = *enum_in({TableProfile::kDistinct, TableProfile::kDuplicates});
+    v.weights = *enum_in({WeightProfile::kNormal, WeightProfile::kZeroBlocks, WeightProfile::kWideScales,
+                          WeightProfile::kTinyScales, WeightProfile::kExpertSpread});
+    v.hidden = *enum_in({HiddenProfile::kNormal, HiddenProfile::kZeroBlocks, HiddenProfile::kThresholds,
+                         HiddenProfile::kTokenSpread, HiddenProfile::kOutliers});
+    v.act_scale = *enum_in({ActScaleProfile::kCalibrated, ActScaleProfile::kFar});
+    v.load = *enum_in({LoadProfile::kUniform, LoadProfile::kZeroTokenExperts, LoadProfile::kOneExpert});
+    return v;
+  });
+}
+
+namespace {
+
+// Routing, quantization and SwiGLU knobs common to every shape class.
+void draw_semantics(CaseRecipe& r) {
+  r.routing.renormalize = *rc::gen::element(true, false);
+  r.routing.routed_scaling_factor = *rc::gen::element(1.0, 2.5, 1.5, 16.0, 0.75);
+  r.routing.scale_placement = *enum_in({ScalePlacement::kTopK, ScalePlacement::kCombine});
+  r.routing.correction_bias = *rc::gen::element(true, false);
+  r.quant.activations = *enum_in({ActivationFormat::kNvfp4, ActivationFormat::kBf16});
+  r.quant.act_scales = *enum_in({ActScaleMode::kGlobal, ActScaleMode::kPerExpert});
+  r.quant.gate_up_scale_ratio = *rc::gen::element(1.0, 0.125, 4.0, 0.37);
+  const int swiglu = *rc::gen::inRange(0, 4);
+  if (swiglu == 1) r.swiglu.limit = 10.0;
+  if (swiglu == 2) { r.swiglu.limit = 1.0; r.swiglu.alpha = 1.702; r.swiglu.beta = 1.0; }
+  r.values = *value_profile();
+  r.seed = *rc::gen::arbitrary<uint64_t>();
+}
+
+void draw_routing_shape(CaseRecipe& r, int64_t max_experts, int64_t max_k) {
+  r.routing.mode = *enum_in({RoutingMode::kSoftmax, RoutingMode::kSigmoidGrouped, RoutingMode::kHash});
+  Shape& s = r.shape;
+  if (r.routing.mode == RoutingMode::kSigmoidGrouped) {
+    s.n_group = *rc::gen::element<int64_t>(1, 2, 4, 8);
+    const int64_t per_group = *rc::gen::inRange<int64_t>(1, std::max<int64_t>(2, max_experts / s.n_group + 1));
+    s.experts = s.n_group * per_group;
+    s.topk_group = *rc::gen::inRange<int64_t>(1, s.n_group + 1);
+    s.top_k = *rc::gen::inRange<int64_t>(1, std::min(max_k, s.topk_group * per_group) + 1);
+  } else {
+    s.n_group = s.topk_group = 1;
+    s.experts = *rc::gen::inRange<int64_t>(1, max_experts + 1);
+    s.top_k = *rc::gen::inRange<int64_t>(1, std::min(max_k, s.experts) + 1);
+    if (r.routing.mode == RoutingMode::kHash)
+      r.routing.hash_score = *enum_in({ScoreFunc::kSqrtSoftplus, ScoreFunc::kSigmoid, ScoreFunc::kSoftmax});
+  }
+  s.shared_experts = *rc::gen::inRange<int64_t>(0, 3);
+  r.routing.shared_fusion = s.shared_experts > 0 ? *enum_in({SharedFusion::kSeparate, SharedFusion::kFused})
+                                                 : SharedFusion::kSeparate;
+}
+
+}  // namespace
+
+rc::Gen<CaseRecipe> recipe(ShapeClass shapes) {
+  if (shapes == ShapeClass::kModel)
+    return rc::gen::mapcat(rc::gen::elementOf(model_names()), [](const std::string& n) { return model(n); });
+  return rc::gen::exec([shapes] {
+    CaseRecipe r;
+    const bool small = shapes == ShapeClass::kSmall, medium = shapes == ShapeClass::kMedium;
+    draw_routing_shape(r, small ? 32 : medium ? 64 : 256, 8);
+    r.shape.tokens = small ? *rc::gen::inRange<int64_t>(1, 41) : *rc::gen::elementOf(kBoundaryTokens);
+    r.shape.hidden = 16 * (small ? *rc::gen::inRange<int64_t>(1, 17) : medium ? *rc::gen::inRange<int64_t>(1, 65)
+                                                                               : *rc::gen::element<int64_t>(128, 256, 448));
+    r.shape.inter = 16 * (small ? *rc::gen::inRange<int64_t>(1, 9) : medium ? *rc::gen::inRange<int64_t>(1, 33)
+                                                                             : *rc::gen::element<int64_t>(64, 116, 128));
+    draw_semantics(r);
+    return r;
+  });
+}
+
+rc::Gen<CaseRecipe> model(std::string_view name) {
+  const auto it = std::find_if(models().begin(), models().end(), [&](const ModelShape& m) { return m.name == name; });
+  if (it == models().end()) {
+    std::string known;
+    for (const auto& m : models()) known += (known.empty() ? "" : ", ") + m.name;
+    throw InputError(fmt::format("unknown model '{}' (known: {})", name, known));
+  }
+  const ModelShape m = *it;
+  return rc::gen::exec([m] {
+    CaseRecipe r;
+    draw_semantics(r);
+    r.shape = m.shape;
+    r.shape.tokens = *rc::gen::inRange<int64_t>(1, 5);
+    r.routing.mode = m.mode;
+    r.routing.hash_score = m.score;
+    r.routing.renormalize = m.renormalize;
+    r.routing.routed_scaling_factor = m.rsf;
+    r.swiglu = Swiglu{};
+    r.swiglu.limit = m.swiglu_limit;
+    r.routing.shared_fusion = m.shape.shared_experts > 0 ? r.routing.shared_fusion : SharedFusion::kSeparate;
+    if (m.mode == RoutingMode::kHash) r.values.table = TableProfile::kDuplicates;
+    return r;
+  });
+}
+
+rc::Gen<CaseRecipe> recipe_for(std::string_view shapes) {
+  if (shapes == "small") return recipe(ShapeClass::kSmall);
+  if (shapes == "medium") return recipe(ShapeClass::kMedium);
+  if (shapes == "large") return recipe(ShapeClass::kLarge);
+  if (shapes.rfind("model:", 0) == 0) return model(shapes.substr(6));
+  throw InputError(fmt::format("--shapes: '{}' is not small, medium, large or model:NAME", shapes));
+}
+
+CaseRecipe sample(const rc::Gen<CaseRecipe>& g, uint64_t seed, uint64_t index, int size) {
+  const uint64_t a = mix64(seed), b = mix64(seed ^ 0xA5A5A5A5u), c = mix64(index), d = mix64(index ^ seed);
+  const rc::Random random(rc::Random::Key{a, b, c, d});
+  return g(random, size).value();
+}
+
+}  // namespace moefuzz::gen

@@ -1,0 +1,40 @@
+#pragma once
+// RapidCheck generators of CaseRecipes over real model shapes and edge shapes, with the hostile
+// value profiles. Shrinking moves toward small cases: fewer tokens and experts, top_k = 1, small H
+// and I, the first (tamest) value profile. The same generators drive the RapidCheck suites, the
+// `moefuzz check` campaign (sampled deterministically from a seed) and the kill matrix.
+//
+// Example:
+//   rc::prop("SCALE1 holds", [] { const auto r = *moefuzz::gen::recipe(moefuzz::gen::ShapeClass::kSmall); ... });
+//   moefuzz::CaseRecipe r = moefuzz::gen::sample(moefuzz::gen::recipe(kSmall), /*seed=*/7, /*index=*/3);
+#include <rapidcheck.h>
+
+#include <string>
+#include <string_view>
+
+#include "core/recipe.h"
+
+namespace moefuzz::gen {
+
+enum class ShapeClass : uint8_t {
+  kSmall,      // T <= 40, H <= 256, I <= 128, E <= 64: thousands of cases per minute
+  kMedium,     // tile-boundary token counts (127, 128, 129, ...), H up to 1024
+  kLarge,      // H up to 7168, I up to 2048, E up to 256
+  kModel,      // one of the real models below, T small
+};
+
+// Real model configurations (DeepSeek-V3, Qwen3-MoE, Mixtral, DeepSeek-V4-style hash layers).
+std::vector<std::string> model_names();
+// Throws InputError for unknown names. T is drawn small; everything else is the model's.
+rc::Gen<CaseRecipe> model(std::string_view name);
+
+rc::Gen<ValueProfile> value_profile();
+rc::Gen<CaseRecipe> recipe(ShapeClass shapes);
+// "small" | "medium" | "large" | "model:NAME" -> generator; throws InputError.
+rc::Gen<CaseRecipe> recipe_for(std::string_view shapes);
+
+// Deterministic draw outside a property: case `index` of the stream rooted at `seed`, at RapidCheck
+// size `size` (0..100; larger sizes reach larger shapes).
+CaseRecipe sample(const rc::Gen<CaseRecipe>& g, uint64_t seed, uint64_t index, int size = 50);
+
+}  // namespace moefuzz::gen

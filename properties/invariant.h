@@ -1,0 +1,77 @@
+#pragma once
+// Invariant: a named check over (kernel, case, oracle) returning a Verdict. One registry implements
+// the whole catalogue of BUGZOO.md; RapidCheck properties, fuzz targets and the CLI all call it, so no
+// invariant is ever written twice.
+//
+// An invariant is differential (kernel vs oracle within the derived bound) or metamorphic (kernel vs
+// kernel on a transformed case: scale linearity, permutation, batch, padding, global scale,
+// duplicate ids, determinism). Each declares when it applies; the check engine skips it elsewhere.
+//
+// Example:
+//   const moefuzz::Invariant& inv = moefuzz::invariant_by_code("SCALE1");
+//   moefuzz::CheckContext ctx(kernel, c);
+//   moefuzz::Verdict v = inv.check(ctx);
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/case.h"
+#include "core/layer_io.h"
+#include "core/profile.h"
+#include "core/verdict.h"
+#include "kernels/kernel.h"
+#include "oracles/oracle.h"
+
+namespace moefuzz {
+
+// Everything one invariant needs; the baseline run is computed once and shared by all invariants.
+class CheckContext {
+ public:
+  CheckContext(const Kernel& kernel, const Case& c, RunOptions opts = {});
+  const Kernel& kernel() const { return kernel_; }
+  const Case& base_case() const { return case_; }
+  const Profile& profile() const { return profile_; }
+  const RunOptions& options() const { return opts_; }
+  // content_hash of the input case when the context was made (before any kernel ran).
+  uint64_t input_hash_at_start() const { return input_hash_; }
+  // The kernel's run on the base case (guarded: poisoned outputs, canary bands), computed once.
+  const LayerResult& baseline();
+  // A run of the kernel on another (transformed) case with the same options, guarded.
+  LayerResult run(const Case& c, const RunOptions* opts = nullptr) const;
+  // Faults in the baseline run (canary violations, unwritten outputs, plugin crash), "" if none.
+  const std::string& baseline_fault();
+  // The oracle's evaluation of the base case conditioned on the baseline run, computed once.
+  const OracleEvaluation& oracle();
+  // The oracle on another case, conditioned on that run (for the bounds of metamorphic checks).
+  OracleEvaluation evaluate(const Case& c, const LayerResult& r) const;
+
+ private:
+  const Kernel& kernel_;
+  const Case& case_;
+  const Profile& profile_;
+  RunOptions opts_;
+  uint64_t input_hash_ = 0;
+  std::optional<LayerResult> baseline_;
+  std::string baseline_fault_;
+  std::optional<OracleEvaluation> oracle_;
+};
+
+struct Invariant {
+  std::string code;          // "ORACLE", "SCALE1", ...
+  std::string description;   // one line, from BUGZOO.md's catalogue
+  // "" when the invariant applies to this kernel and recipe, else why not (shown as a skip).
+  std::function<std::string(const Kernel&, const CaseRecipe&)> applies;
+  std::function<Verdict(CheckContext&)> check;
+  bool expensive = false;    // runs only when asked for (e.g. OVF large tier, DRIFT)
+};
+
+const std::vector<Invariant>& invariant_registry();
+// Throws InputError listing the known codes.
+const Invariant& invariant_by_code(std::string_view code);
+// Parses "a,b,c" (or "all") into invariants; throws InputError on unknown codes.
+std::vector<const Invariant*> select_invariants(std::string_view list);
+
+}  // namespace moefuzz

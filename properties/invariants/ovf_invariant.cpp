@@ -1,0 +1,48 @@
+// OVF: index products that cross 2^31. For each product a kernel forms (expert x expert stride,
+// token row x hidden, expanded row x inner dim) the sizes just below, at and above 2^31 are built and
+// the VALUES of the affected rows are checked against the oracle, not only the absence of a crash
+// (the same root cause gave an illegal access in one run and silent garbage in another, BUGZOO Z7).
+//
+// The large tier is opt-in on the CPU (`--tier large`): the expert-stride product needs a weight
+// arena of >= 2 GiB. It is built with power-of-two H and I so that an expert's byte offset lands
+// exactly on 2^31, and hash routing sends one token to the experts just below, at and above it.
+#include <fmt/format.h>
+
+#include "core/case.h"
+#include "properties/invariants/invariants.h"
+#include "properties/invariants/support.h"
+#include "properties/ovf_cases.h"
+
+namespace moefuzz::inv {
+
+Invariant make_ovf_invariant() {
+  Invariant inv;
+  inv.code = "OVF";
+  inv.description = "sizes just below/at/above 2^31 for each index product: values checked, not only crashes";
+  inv.expensive = true;
+  inv.applies = [](const Kernel&, const CaseRecipe&) { return std::string(); };
+  inv.check = [](CheckContext& ctx) -> Verdict {
+    for (const OvfProbe& probe : ovf_probes(ctx.base_case().recipe)) {
+      if (!ctx.kernel().supports(probe.recipe).empty()) continue;
+      const Case c = materialize(probe.recipe, probe.max_bytes);
+      const LayerResult r = ctx.run(c);
+      const OracleEvaluation ev = ctx.evaluate(c, r);
+      if (ev.admissibility.failed()) {
+        Verdict v = ev.admissibility;
+        v.invariant = "OVF";
+        v.message = probe.name + ": " + v.message;
+        return v;
+      }
+      const auto& out = output_stage(ev);
+      Verdict v = compare_elementwise("OVF", probe.stage, to_double(r.output), out.expected, out.bound, out.rows, out.cols);
+      if (v.failed()) {
+        v.message = fmt::format("{}: {}", probe.name, v.message);
+        return v;
+      }
+    }
+    return Verdict::pass("OVF", "layer");
+  };
+  return inv;
+}
+
+}  // namespace moefuzz::inv

@@ -1,0 +1,175 @@
+// Invariants about what the router weight means:
+// SHIFT   softmax routing: logits + c (an exactly representable shift) gives the same ids and weights.
+// WEIGHT1 the router weight multiplies exactly once: lowering the unselected logits of a softmax
+//         router without renormalization scales every selected weight of a token by f = Z/Z', so the
+//         token's routed output scales by exactly f (twice applied: f^2; on the input side: not linear).
+// DUP     hash routing: a duplicated expert in a token's row contributes each slot with its own weight
+//         ([e, e] with [a, b] == [e] with a + b): the kernel keeps both slots and the output matches.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+#include "oracles/routing_ref.h"
+#include "properties/case_transforms.h"
+#include "properties/invariants/invariants.h"
+#include "properties/invariants/support.h"
+
+namespace moefuzz::inv {
+namespace {
+
+bool softmax_scored(const CaseRecipe& r) {
+  return r.routing.mode == RoutingMode::kSoftmax ||
+         (r.routing.mode == RoutingMode::kHash && r.routing.hash_score == ScoreFunc::kSoftmax);
+}
+
+std::multiset<int32_t> ids_of(const RoutingDecision& d, int64_t t) {
+  return {d.ids.begin() + t * d.slots, d.ids.begin() + (t + 1) * d.slots};
+}
+
+}  // namespace
+
+Invariant make_shift_invariant() {
+  Invariant inv;
+  inv.code = "SHIFT";
+  inv.description = "softmax routing: logits + c gives identical ids and weights";
+  inv.applies = [](const Kernel&, const CaseRecipe& r) {
+    return softmax_scored(r) ? std::string() : std::string("not softmax-scored routing");
+  };
+  inv.check = [](CheckContext& ctx) -> Verdict {
+    const Case& c = ctx.base_case();
+    bool ok = false;
+    Case shifted = c;
+    for (float shift : {8.0f, -8.0f, 1.0f, -1.0f, 0.5f}) {
+      shifted = shift_logits(c, shift, &ok);
+      if (ok) break;
+    }
+    if (!ok) return Verdict::skip("SHIFT", "no exactly representable logit shift");
+    const LayerResult rs = ctx.run(shifted);
+    const LayerResult& r = ctx.baseline();
+    const RoutingCheck ca = check_routing(c, ctx.profile(), r.routing);
+    const RoutingCheck cb = check_routing(shifted, ctx.profile(), rs.routing);
+    const int64_t T = r.routing.tokens, S = r.routing.slots;
+    std::vector<double> a, ba, b, bb;
+    for (int64_t t = 0; t < T; ++t) {
+      if (ca.near_tie[static_cast<size_t>(t)] || cb.near_tie[static_cast<size_t>(t)]) continue;  // sets may differ at ties
+      if (ids_of(r.routing, t) != ids_of(rs.routing, t))
+        return Verdict::fail("SHIFT", "route", fmt::format("token {}: shifting every logit changed the selected experts", t),
+                             ElementError{{.token = t}, NAN, NAN, 0});
+      // Compare weights by expert id (slot order may differ).
+      for (int64_t j = 0; j < S; ++j) {
+        const size_t i = static_cast<size_t>(t * S + j);
+        for (int64_t m = 0; m < S; ++m) {
+          const size_t k = static_cast<size_t>(t * S + m);
+          if (rs.routing.ids[k] != r.routing.ids[i]) continue;
+          b.push_back(rs.routing.weights[k]); bb.push_back(cb.weight_bounds[k]);
+          a.push_back(r.routing.weights[i]); ba.push_back(ca.weight_bounds[i]);
+          break;
+        }
+      }
+    }
+    if (a.empty()) return Verdict::skip("SHIFT", "every token is at a near-tie");
+    return metamorphic_compare("SHIFT", "route", b, bb, a, ba, 1, static_cast<int64_t>(a.size()));
+  };
+  return inv;
+}
+
+Invariant make_weight1_invariant() {
+  Invariant inv;
+  inv.code = "WEIGHT1";
+  inv.description = "the router weight multiplies exactly once (weight-on-output, linear in the weight)";
+  inv.applies = [](const Kernel&, const CaseRecipe& r) {
+    if (r.routing.mode != RoutingMode::kSoftmax) return std::string("needs softmax routing");
+    if (r.routing.renormalize) return std::string("renormalized weights do not move with unselected logits");
+    if (r.shape.top_k >= r.shape.experts) return std::string("no unselected expert");
+    return std::string();
+  };
+  inv.check = [](CheckContext& ctx) -> Verdict {
+    const Case routed = without_shared_experts(ctx.base_case());
+    const LayerResult r0 = ctx.run(routed);
+    const auto& sh = routed.recipe.shape;
+    // Lower every unselected logit by 64 (exact: fp32 logits are far above 2^-18 ulp granularity at
+    // the magnitudes generated; checked below) so that their softmax mass vanishes.
+    Case lowered = routed;
+    std::vector<double> factor(static_cast<size_t>(sh.tokens), 1.0);
+    for (int64_t t = 0; t < sh.tokens; ++t) {
+      std::set<int32_t> sel(r0.routing.ids.begin() + t * r0.routing.slots, r0.routing.ids.begin() + (t + 1) * r0.routing.slots);
+      double z = 0, z2 = 0, mx = -INFINITY;
+      for (int64_t e = 0; e < sh.experts; ++e) mx = std::max<double>(mx, routed.logits[static_cast<size_t>(t * sh.experts + e)]);
+      for (int64_t e = 0; e < sh.experts; ++e) {
+        float& x = lowered.logits[static_cast<size_t>(t * sh.experts + e)];
+        const double p = std::exp(static_cast<double>(x) - mx);
+        z += p;
+        if (sel.count(static_cast<int32_t>(e))) { z2 += p; continue; }
+        const float y = x - 64.0f;
+        if (static_cast<double>(y) != static_cast<double>(x) - 64.0) return Verdict::skip("WEIGHT1", "logit shift not exact");
+        x = y;
+        z2 += std::exp(static_cast<double>(y) - mx);
+      }
+      factor[static_cast<size_t>(t)] = z / z2;
+    }
+    const LayerResult r1 = ctx.run(lowered);
+    const OracleEvaluation e0 = ctx.evaluate(routed, r0), e1 = ctx.evaluate(lowered, r1);
+    const auto& o0 = output_stage(e0);
+    const auto& o1 = output_stage(e1);
+    double max_f = 1;
+    std::vector<double> expected(o0.expected.size()), bound(expected.size()), got = to_double(r1.output);
+    for (int64_t t = 0; t < sh.tokens; ++t) {
+      const double f = factor[static_cast<size_t>(t)];
+      max_f = std::max(max_f, f);
+      if (ids_of(r0.routing, t) != ids_of(r1.routing, t)) return Verdict::skip("WEIGHT1", "selection moved (near-tie)");
+      for (int64_t h = 0; h < sh.hidden; ++h) {
+        const size_t i = static_cast<size_t>(t * sh.hidden + h);
+        expected[i] = f * r0.output[i];
+        // f comes from double exp and sums (relative error < E * 2^-50 for E <= 2^16 terms); 2^-30 covers it.
+        bound[i] = o1.bound[i] + f * o0.bound[i] + 0x1p-30 * f * std::fabs(static_cast<double>(r0.output[i]));
+      }
+    }
+    if (max_f < 1 + 0x1p-4) return Verdict::skip("WEIGHT1", "unselected experts carry too little mass to move the weights");
+    Verdict v = compare_elementwise("WEIGHT1", "output", got, expected, bound, sh.tokens, sh.hidden);
+    if (v.failed()) v.message = fmt::format("weights scaled by up to {:.3f}; output did not scale linearly: {}", max_f, v.message);
+    return v;
+  };
+  return inv;
+}
+
+Invariant make_dup_invariant() {
+  Invariant inv;
+  inv.code = "DUP";
+  inv.description = "hash rows with a repeated expert id: each slot keeps its own weight ([e,e] with [a,b] == [e] with a+b)";
+  inv.applies = [](const Kernel&, const CaseRecipe& r) {
+    return r.routing.mode == RoutingMode::kHash ? std::string() : std::string("needs hash routing");
+  };
+  inv.check = [](CheckContext& ctx) -> Verdict {
+    const Case& c = ctx.base_case();
+    const auto& sh = c.recipe.shape;
+    const LayerResult& r = ctx.baseline();
+    const StageExpectation& out = output_stage(ctx.oracle());
+    std::vector<double> got(out.expected.size(), NAN), expected(out.expected.size(), NAN);
+    int64_t dup_tokens = 0;
+    for (int64_t t = 0; t < sh.tokens; ++t) {
+      const int64_t tid = c.token_ids[static_cast<size_t>(t)];
+      std::multiset<int32_t> row(c.hash_table.begin() + tid * sh.top_k, c.hash_table.begin() + (tid + 1) * sh.top_k);
+      if (std::set<int32_t>(row.begin(), row.end()).size() == row.size()) continue;
+      ++dup_tokens;
+      std::multiset<int32_t> routed;
+      for (int64_t j = 0; j < r.routing.slots; ++j) {
+        const int32_t id = r.routing.ids[static_cast<size_t>(t * r.routing.slots + j)];
+        if (id < sh.experts) routed.insert(id);
+      }
+      if (routed != row)
+        return Verdict::fail("DUP", "route", fmt::format("token {}: the kernel's slots lost or merged a repeated expert", t),
+                             ElementError{{.token = t}, NAN, NAN, 0});
+      for (int64_t h = 0; h < sh.hidden; ++h) {
+        const size_t i = static_cast<size_t>(t * sh.hidden + h);
+        got[i] = r.output[i];
+        expected[i] = out.expected[i];
+      }
+    }
+    if (dup_tokens == 0) return Verdict::skip("DUP", "no token's table row repeats an expert");
+    return compare_elementwise("DUP", "output", got, expected, out.bound, sh.tokens, sh.hidden);
+  };
+  return inv;
+}
+
+}  // namespace moefuzz::inv

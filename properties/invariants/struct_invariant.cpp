@@ -1,0 +1,126 @@
+// STRUCT: structural routing rules that hold for every correct kernel whatever its arithmetic:
+// ids in range and distinct where the routing defines them so (hash rows copy the table, duplicates
+// included); fused shared experts in their slots; selected experts within at most topk_group groups;
+// weights finite and >= 0; sums = 1 (renormalized), = s (scale fused in top-k), <= 1 (softmax, no
+// renormalization), within the rounding of the profile's weight dtype.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+#include "properties/invariants/invariants.h"
+#include "properties/invariants/support.h"
+
+namespace moefuzz::inv {
+namespace {
+
+Verdict fail_at(int64_t t, int64_t slot, int64_t expert, const std::string& what, double got = NAN,
+                double expected = NAN, double bound = 0) {
+  ElementError e{{.token = t, .slot = slot, .expert = expert}, got, expected, bound};
+  return Verdict::fail("STRUCT", "route", what, e);
+}
+
+// Rounding allowance of a sum of n weights each produced as fl(s_i / fl(sum)) (n+2 fp32 roundings,
+// gamma_{n+2}) and, for bf16 weights, one bf16 rounding of each weight (2^-9 relative).
+double sum_allowance(const Profile& p, int64_t n, double abs_sum) {
+  const double u = 0x1p-24;
+  const double gamma = (n + 2) * u / (1 - (n + 2) * u);
+  const double bf16 = p.routing_weight_dtype == WeightDtype::kBf16 ? 0x1p-9 : 0.0;
+  return (gamma + bf16 * (1 + gamma)) * abs_sum;
+}
+
+// Sum of the selected experts' unnormalized scores in double (only to size the epsilon allowance:
+// w = s / (sum + eps) sums to sum / (sum + eps)).
+double raw_score(const Case& c, int64_t t, int32_t e) {
+  const Routing& r = c.recipe.routing;
+  const double x = c.logits[static_cast<size_t>(t * c.recipe.shape.experts + e)];
+  const ScoreFunc f = r.mode == RoutingMode::kSigmoidGrouped ? ScoreFunc::kSigmoid
+                      : r.mode == RoutingMode::kSoftmax      ? ScoreFunc::kSoftmax
+                                                             : r.hash_score;
+  if (f == ScoreFunc::kSigmoid) return 1.0 / (1.0 + std::exp(-x));
+  if (f == ScoreFunc::kSqrtSoftplus) return std::sqrt(std::log1p(std::exp(-std::fabs(x))) + std::max(x, 0.0));
+  return 1.0;  // softmax weights are normalized by construction; no epsilon term
+}
+
+}  // namespace
+
+Invariant make_struct_invariant() {
+  Invariant inv;
+  inv.code = "STRUCT";
+  inv.description = "ids in range/distinct/in selected groups; weights finite, >= 0, sum 1, s or <= 1 as defined";
+  inv.applies = [](const Kernel&, const CaseRecipe&) { return std::string(); };
+  inv.check = [](CheckContext& ctx) -> Verdict {
+    const Case& c = ctx.base_case();
+    const CaseRecipe& rc = c.recipe;
+    const Profile& p = ctx.profile();
+    const RoutingDecision& d = ctx.baseline().routing;
+    const int64_t T = rc.shape.tokens, E = rc.shape.experts, k = rc.shape.top_k, S = rc.slots();
+    if (d.tokens != T || d.slots != S || static_cast<int64_t>(d.ids.size()) != T * S ||
+        static_cast<int64_t>(d.weights.size()) != T * S)
+      return fail_at(-1, -1, -1, fmt::format("routing decision has shape [{}, {}] (ids {}, weights {}), expected [{}, {}]",
+                                             d.tokens, d.slots, d.ids.size(), d.weights.size(), T, S));
+    const double s = rc.routing.routed_scaling_factor;
+    const double scale = p.rsf_in_topk ? s : 1.0;
+    const bool fused = rc.routing.shared_fusion == SharedFusion::kFused;
+    for (int64_t t = 0; t < T; ++t) {
+      std::multiset<int32_t> routed;
+      std::set<int32_t> shared_ids;
+      std::set<int64_t> groups;
+      double sum = 0, abs_sum = 0, raw = 0;
+      for (int64_t j = 0; j < S; ++j) {
+        const size_t i = static_cast<size_t>(t * S + j);
+        const int32_t id = d.ids[i];
+        const float w = d.weights[i];
+        if (!std::isfinite(w) || w < 0) return fail_at(t, j, id, fmt::format("weight {} is not finite and >= 0", w), w);
+        const bool shared_slot = id >= E;
+        if (id < 0 || id >= E + (fused ? rc.shape.shared_experts : 0))
+          return fail_at(t, j, id, fmt::format("expert id {} out of range [0, {})", id, E));
+        if (shared_slot) {
+          shared_ids.insert(id);
+          continue;
+        }
+        routed.insert(id);
+        if (rc.routing.mode == RoutingMode::kSigmoidGrouped) groups.insert(id / (E / rc.shape.n_group));
+        sum += w;
+        abs_sum += std::fabs(w);
+        raw += raw_score(c, t, id);
+      }
+      if (static_cast<int64_t>(routed.size()) != k)
+        return fail_at(t, -1, -1, fmt::format("{} routed slots, expected top_k = {}", routed.size(), k));
+      if (static_cast<int64_t>(shared_ids.size()) != S - k)
+        return fail_at(t, -1, -1, fmt::format("{} distinct fused shared-expert slots, expected {}", shared_ids.size(), S - k));
+      if (rc.routing.mode == RoutingMode::kHash) {
+        std::multiset<int32_t> row;
+        const int64_t tid = c.token_ids[static_cast<size_t>(t)];
+        for (int64_t j = 0; j < k; ++j) row.insert(c.hash_table[static_cast<size_t>(tid * k + j)]);
+        if (row != routed) return fail_at(t, -1, -1, "hash-routed ids differ from the token's table row (duplicates count)");
+      } else {
+        if (std::set<int32_t>(routed.begin(), routed.end()).size() != routed.size())
+          return fail_at(t, -1, -1, "duplicate expert id in a score-based top-k");
+        if (rc.routing.mode == RoutingMode::kSigmoidGrouped && static_cast<int64_t>(groups.size()) > rc.shape.topk_group)
+          return fail_at(t, -1, -1, fmt::format("experts drawn from {} groups, topk_group = {}", groups.size(), rc.shape.topk_group));
+      }
+      const bool normalized = rc.routing.renormalize && !(rc.routing.mode == RoutingMode::kHash && rc.routing.hash_score == ScoreFunc::kSoftmax);
+      const double allowance = sum_allowance(p, k, abs_sum) + scale * 0x1p-24 * abs_sum;
+      if (normalized) {
+        // w = s_i / (sum + eps): the sum may fall short of 1 by eps / (sum + eps).
+        const double eps_short = p.renorm_epsilon > 0 && raw > 0 ? p.renorm_epsilon / (raw + p.renorm_epsilon) : 0.0;
+        if (p.renorm_epsilon > 0 && raw == 0) continue;  // every score underflowed: weights may be 0
+        if (!(std::fabs(sum - scale) <= allowance + scale * eps_short))
+          return fail_at(t, -1, -1, fmt::format("renormalized weights sum to {} (expected {})", sum, scale), sum, scale,
+                         allowance + scale * eps_short);
+      } else if (rc.routing.mode == RoutingMode::kSoftmax ||
+                 (rc.routing.mode == RoutingMode::kHash && rc.routing.hash_score == ScoreFunc::kSoftmax)) {
+        if (!(sum <= scale + allowance))
+          return fail_at(t, -1, -1, fmt::format("softmax weights without renormalization sum to {} > {}", sum, scale), sum,
+                         scale, allowance);
+      }
+    }
+    Verdict v = Verdict::pass("STRUCT", "route");
+    v.compared = T * S;
+    return v;
+  };
+  return inv;
+}
+
+}  // namespace moefuzz::inv

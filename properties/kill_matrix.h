@@ -1,0 +1,62 @@
+#pragma once
+// The kill matrix: every mutant x every invariant, with the number of cases and seconds until the
+// invariant first killed the mutant, plus a false-positive sweep of the correct kernels. The matrix
+// is "green" when every mutant is killed by at least one invariant it declares, every invariant of
+// the registry kills at least one mutant (an invariant no mutant can fail is toothless), and no
+// correct kernel fails anything. CI runs it (tests/properties/kill_matrix_test.cpp).
+//
+// Example:
+//   moefuzz::KillMatrix m = moefuzz::run_kill_matrix({.seed = 1, .seconds_per_mutant = 5});
+//   std::cout << moefuzz::format_kill_matrix(m);
+//   if (!m.green()) return 1;
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace moefuzz {
+
+struct KillCell {
+  int64_t cases = -1;     // cases run until the first kill (-1: not killed)
+  double seconds = 0;
+};
+
+struct MutantRow {
+  std::string mutant;
+  std::vector<std::string> expected;         // invariants the mutant declares
+  std::map<std::string, KillCell> kills;     // by invariant code
+  int64_t cases = 0;
+  double seconds = 0;
+  bool killed_as_declared() const;           // some declared invariant killed it
+  std::map<std::string, bool> baselines;     // upstream-style checkers: caught?
+};
+
+struct KillMatrixOptions {
+  uint64_t seed = 1;
+  int64_t max_cases_per_mutant = 400;
+  double seconds_per_mutant = 20;
+  std::string shapes = "small";
+  std::vector<std::string> mutants;          // empty = every mutant in the registry
+  int64_t correct_cases = 60;                // false-positive sweep per correct built-in kernel
+  bool baselines = false;                    // also apply the upstream-style checkers
+};
+
+struct KillMatrix {
+  std::vector<std::string> invariants;       // column order
+  std::vector<MutantRow> rows;
+  std::map<std::string, int64_t> correct_failures;   // correct kernel -> failing cases (must be 0)
+  std::map<std::string, std::string> correct_first_failure;
+  std::vector<std::string> toothless;        // invariants that killed no mutant
+  std::vector<std::string> survivors;        // mutants not killed by any declared invariant
+  bool green() const { return toothless.empty() && survivors.empty() && all_failures_zero(); }
+  bool all_failures_zero() const;
+};
+
+KillMatrix run_kill_matrix(const KillMatrixOptions& options);
+std::string format_kill_matrix(const KillMatrix& m);
+nlohmann::json kill_matrix_json(const KillMatrix& m);
+
+}  // namespace moefuzz

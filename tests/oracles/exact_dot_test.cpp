@@ -1,0 +1,121 @@
+// Exact NVFP4 dot: hand-computed values, the SIMD loop against the scalar loop and against an
+// independent long-double / exact-rational evaluation, extreme magnitudes, NaN scales, W4A16.
+#include "oracles/exact_dot.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/bf16.h"
+#include "core/e2m1.h"
+#include "core/e4m3.h"
+#include "core/rng.h"
+
+namespace moefuzz {
+namespace {
+
+Nvfp4Matrix random_matrix(int64_t rows, int64_t cols, uint64_t seed, bool extreme_scales) {
+  Nvfp4Matrix m(rows, cols);
+  Stream s(seed, "exact_dot");
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < cols; ++i) m.set_code(r, i, static_cast<uint8_t>(s.uniform_int(static_cast<uint64_t>(r * cols + i), 0, 15)));
+    for (int64_t b = 0; b < cols / 16; ++b)
+      m.scale(r, b) = extreme_scales ? 0x7E : static_cast<uint8_t>(s.uniform_int(static_cast<uint64_t>(1'000'000 + r * cols + b), 0, 0x7E));
+  }
+  return m;
+}
+
+// Independent exact evaluation: integer arithmetic on (2 * e2m1) * (e4m3 * 512) per element.
+__int128 reference_sum(const Nvfp4Matrix& a, int64_t ra, const Nvfp4Matrix& w, int64_t rw) {
+  __int128 s = 0;
+  for (int64_t i = 0; i < a.cols; ++i) {
+    const auto two_e2m1 = [](uint8_t c) { return static_cast<int64_t>(e2m1_to_float(c) * 2); };
+    const auto s512 = [](uint8_t b) { return static_cast<int64_t>(e4m3_to_float(b) * 512); };
+    s += static_cast<__int128>(two_e2m1(a.code(ra, i)) * s512(a.scale(ra, i / 16))) *
+         (two_e2m1(w.code(rw, i)) * s512(w.scale(rw, i / 16)));
+  }
+  return s;
+}
+
+TEST(ExactDot, HandComputedSmallCase) {
+  Nvfp4Matrix a(1, 16), w(1, 16);
+  a.set_code(0, 0, 0x7);        // 6
+  a.set_code(0, 3, 0x9);        // -0.5
+  w.set_code(0, 0, 0x3);        // 1.5
+  w.set_code(0, 3, 0x5);        // 3
+  a.scale(0, 0) = e4m3_from_float(448.0f);
+  w.scale(0, 0) = e4m3_from_float(0.125f);
+  const DecodedNvfp4 da = DecodedNvfp4::from_matrix(a), dw = DecodedNvfp4::from_matrix(w);
+  const ExactDot d = exact_dot(da, 0, dw, 0);
+  // (6*448)(1.5*0.125) + (-0.5*448)(3*0.125) = 504 - 84 = 420; magnitudes 504 + 84 = 588.
+  EXPECT_EQ(d.value(), 420.0);
+  EXPECT_EQ(d.abs_value(), 588.0);
+  EXPECT_EQ(exact_dot_scalar(da, 0, dw, 0).value(), 420.0);
+}
+
+TEST(ExactDot, SimdAndScalarAgreeWithIndependentIntegerSum) {
+  for (int64_t k : {16, 32, 48, 128, 144, 1024, 2064}) {
+    for (bool extreme : {false, true}) {
+      const Nvfp4Matrix a = random_matrix(3, k, 11 + k, extreme), w = random_matrix(5, k, 97 + k, extreme);
+      const DecodedNvfp4 da = DecodedNvfp4::from_matrix(a), dw = DecodedNvfp4::from_matrix(w);
+      for (int64_t ra = 0; ra < 3; ++ra)
+        for (int64_t rw = 0; rw < 5; ++rw) {
+          const __int128 ref = reference_sum(a, ra, w, rw);  // in units of 2^-20
+          const ExactDot simd = exact_dot(da, ra, dw, rw), scalar = exact_dot_scalar(da, ra, dw, rw);
+          ASSERT_TRUE(simd.sum == ref) << "K=" << k;
+          ASSERT_TRUE(scalar.sum == ref) << "K=" << k;
+          ASSERT_TRUE(simd.abs_sum == scalar.abs_sum);
+          ASSERT_GE(simd.abs_value(), std::fabs(simd.value()));
+        }
+    }
+  }
+  std::printf("exact_dot SIMD path: %s\n", exact_dot_uses_simd() ? "AVX2" : "scalar");
+}
+
+TEST(ExactDot, LongRowsWithSaturatedScalesDoNotOverflow) {
+  // All operands +-2688: each product 2688^2 = 7225344; K = 65536 gives 4.7e11 * 2^20 - beyond int64 lanes
+  // without the periodic flush to __int128.
+  const int64_t k = 65536;
+  Nvfp4Matrix a(1, k), w(1, k);
+  for (int64_t i = 0; i < k; ++i) {
+    a.set_code(0, i, 0x7);
+    w.set_code(0, i, 0x7);
+  }
+  for (int64_t b = 0; b < k / 16; ++b) a.scale(0, b) = w.scale(0, b) = 0x7E;
+  const ExactDot d = exact_dot(DecodedNvfp4::from_matrix(a), 0, DecodedNvfp4::from_matrix(w), 0);
+  EXPECT_EQ(d.value(), 2688.0 * 2688.0 * static_cast<double>(k));
+}
+
+TEST(ExactDot, NaNScaleGivesNaN) {
+  Nvfp4Matrix a(1, 32), w(1, 32);
+  a.set_code(0, 0, 0x2);
+  a.scale(0, 1) = kE4m3NaNCode;
+  const ExactDot d = exact_dot(DecodedNvfp4::from_matrix(a), 0, DecodedNvfp4::from_matrix(w), 0);
+  EXPECT_TRUE(std::isnan(d.value()));
+}
+
+TEST(ExactDot, W4A16IsCertifiedExactForOrdinaryRows) {
+  const Nvfp4Matrix w = random_matrix(1, 64, 5, false);
+  std::vector<float> x(64);
+  Stream s(3, "x");
+  long double ref = 0;
+  const DecodedNvfp4 dw = DecodedNvfp4::from_matrix(w);
+  for (int i = 0; i < 64; ++i) {
+    x[static_cast<size_t>(i)] = round_to_bf16(static_cast<float>(s.normal(static_cast<uint64_t>(i))));
+    ref += static_cast<long double>(x[static_cast<size_t>(i)]) * dw.operand(0, i);
+  }
+  const W4A16Dot d = w4a16_dot(x, dw, 0);
+  EXPECT_TRUE(d.exact);
+  EXPECT_EQ(static_cast<long double>(d.value), ref);
+  // A huge dynamic range defeats the certificate, and the error bound covers the double sum instead.
+  x[0] = 0x1p100f;
+  x[1] = 0x1p-100f;
+  const W4A16Dot wide = w4a16_dot(x, dw, 0);
+  if (!wide.exact) {
+    EXPECT_GT(wide.error_bound, 0);
+  }
+}
+
+}  // namespace
+}  // namespace moefuzz

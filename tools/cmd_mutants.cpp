@@ -1,0 +1,33 @@
+// moefuzz mutants [--time S] [--cases N] [--seed S] [--mutant NAME]... [--baselines] [--json FILE]:
+// the kill matrix (mutant x invariant: cases and seconds to kill) and the correct kernels'
+// false-positive sweep. Exit 1 unless the matrix is green.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "core/atomic_file.h"
+#include "properties/kill_matrix.h"
+#include "tools/commands.h"
+
+namespace moefuzz::cli {
+
+void add_mutants_command(CLI::App& app, int& exit_code) {
+  auto* cmd = app.add_subcommand("mutants", "Kill matrix: every mutant x invariant, cases and seconds to kill");
+  static KillMatrixOptions o;
+  static std::string json;
+  cmd->add_option("--time", o.seconds_per_mutant, "Seconds per mutant")->capture_default_str();
+  cmd->add_option("--cases", o.max_cases_per_mutant, "Cases per mutant at most")->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Root seed")->capture_default_str();
+  cmd->add_option("--mutant", o.mutants, "Only these mutants (repeatable)");
+  cmd->add_option("--correct-cases", o.correct_cases, "False-positive sweep cases per correct kernel")->capture_default_str();
+  cmd->add_flag("--baselines", o.baselines, "Also apply upstream-style checkers (allclose, check_accuracy)");
+  cmd->add_option("--json", json, "Write the matrix as JSON here");
+  cmd->callback([&exit_code] {
+    const KillMatrix m = run_kill_matrix(o);
+    std::cout << format_kill_matrix(m);
+    if (!json.empty()) write_file_atomically(json, kill_matrix_json(m).dump(2) + "\n");
+    exit_code = m.green() ? 0 : 1;
+  });
+}
+
+}  // namespace moefuzz::cli
