@@ -59,7 +59,7 @@ Profile sglang_cutlass_fp4() {
   p.w13_order = W13Order::kGateUp;
   p.rsf_in_topk = true;
   p.routing_weight_dtype = WeightDtype::kFp32;
-  p.renorm_epsilon = 0.0;
+  p.renorm_epsilon = 1e-20;  // on CUDA SGLang routes DeepSeek through FlashInfer fused_topk_deepseek (SPEC.md §2.3)
   p.tie_rule = TieRule::kLowerIndexWins;
   p.quantizer = QuantizerVariant::kFastMath;
   p.zero_scale_rule = ZeroScaleRule::kScaleTest;
@@ -73,8 +73,10 @@ Profile sglang_cutlass_fp4() {
       "(ModelOptNvFp4FusedMoEMethod.create_weights), sgl-kernel cutlass_moe_fp4 [SPEC 3.1]",
       "rsf_in_topk=true: sgl-project/sglang python/sglang/srt/layers/moe/fused_moe_triton/layer.py "
       "(should_fuse_routed_scaling_factor_in_topk: ModelOptNvFp4FusedMoEMethod) [SPEC 2.3]",
-      "routing_weight_dtype fp32, renorm_epsilon 0: sgl-project/sglang python/sglang/srt/layers/moe/topk.py "
-      "(StandardTopKOutput; biased_grouped_topk_impl) [SPEC 2.1]",
+      "routing_weight_dtype fp32: sgl-project/sglang python/sglang/srt/layers/moe/topk.py (StandardTopKOutput) "
+      "[SPEC 2.3]; renorm_epsilon 1e-20: on CUDA the DeepSeek top-k is FlashInfer fused_topk_deepseek "
+      "(flashinfer-ai/flashinfer csrc/fused_moe/noAuxTcKernels.cu, s*rsf/(sum+1e-20)) and hash layers use "
+      "SGLang hash_topk.py _RENORMALIZE_SUM_EPSILON [SPEC 2.1, 2.3, 2.5]",
       "tie_rule + sigmoid 1/(1+expf(-x)): sgl-project/sglang sgl-kernel/csrc/moe/moe_fused_gate.cu [SPEC 2.1]",
       "fast_math_exp: sgl-project/sglang sgl-kernel/CMakeLists.txt (common_ops_sm90_build -use_fast_math) "
       "[SPEC 1.5]",

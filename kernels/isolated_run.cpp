@@ -2,8 +2,8 @@
 
 #include <poll.h>
 #include <signal.h>
-#include <sys/syscall.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -22,7 +22,13 @@ namespace {
 // Written by the child at the start of the shared region. The magic is stored last, so a child
 // that dies half-way leaves a header the parent rejects.
 constexpr uint64_t kResultMagic = 0x6D6F65667A697331ull;  // "moefzis1"
-enum class ChildStatus : uint32_t { kOk = 1, kReportedError = 2, kInputError = 3, kInternalError = 4, kFault = 5 };
+enum class ChildStatus : uint32_t {
+  kOk = 1,
+  kReportedError = 2,
+  kInputError = 3,
+  kInternalError = 4,
+  kFault = 5
+};
 constexpr size_t kMessageBytes = 1024;
 
 struct ResultHeader {
@@ -36,8 +42,10 @@ struct ResultHeader {
 class SharedRegion {
  public:
   explicit SharedRegion(size_t bytes) : bytes_(bytes) {
-    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "mmap of the isolation result region");
+    void* p =
+        mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+      throw std::system_error(errno, std::generic_category(), "mmap of the isolation result region");
     base_ = static_cast<uint8_t*>(p);
   }
   ~SharedRegion() { munmap(base_, bytes_); }
@@ -104,10 +112,11 @@ bool wait_with_timeout(pid_t pid, std::chrono::milliseconds timeout, int& wstatu
   const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
   if (pidfd >= 0) {
     for (;;) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       pollfd p{pidfd, POLLIN, 0};
       const int r = poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)) + 1);
-      if (r > 0) break;  // exited
+      if (r > 0) break;                    // exited
       if (r < 0 && errno != EINTR) break;  // fall through to the waitpid loop below
       if (r == 0 && std::chrono::steady_clock::now() >= deadline) {
         close(pidfd);
@@ -133,22 +142,27 @@ bool wait_with_timeout(pid_t pid, std::chrono::milliseconds timeout, int& wstatu
 
 std::string_view fault_kind_name(FaultKind kind) {
   switch (kind) {
-    case FaultKind::kCrash: return "crash";
-    case FaultKind::kTimeout: return "timeout";
-    case FaultKind::kBadResult: return "bad-result";
-    case FaultKind::kPluginError: return "plugin-error";
+    case FaultKind::kCrash:
+      return "crash";
+    case FaultKind::kTimeout:
+      return "timeout";
+    case FaultKind::kBadResult:
+      return "bad-result";
+    case FaultKind::kPluginError:
+      return "plugin-error";
   }
   return "unknown";
 }
 
 void ResultWriter::append(const void* bytes, size_t n) {
-  if (n > capacity_ - used_) throw std::length_error("isolated result exceeds its region (" + std::to_string(capacity_) + " bytes)");
+  if (n > capacity_ - used_)
+    throw std::length_error("isolated result exceeds its region (" + std::to_string(capacity_) + " bytes)");
   std::memcpy(data_ + used_, bytes, n);
   used_ += n;
 }
 
-std::vector<uint8_t> run_isolated(const std::string& what, size_t max_result_bytes, const IsolationLimits& limits,
-                                  const IsolatedBody& body) {
+std::vector<uint8_t> run_isolated(const std::string& what, size_t max_result_bytes,
+                                  const IsolationLimits& limits, const IsolatedBody& body) {
   SharedRegion region(sizeof(ResultHeader) + max_result_bytes);
   std::fflush(nullptr);  // nothing buffered is duplicated into the child
   const auto t0 = std::chrono::steady_clock::now();
@@ -162,18 +176,18 @@ std::vector<uint8_t> run_isolated(const std::string& what, size_t max_result_byt
     while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
     }
     const double s = seconds_since(t0);
-    throw KernelFault(FaultKind::kTimeout,
-                      what + ": timeout: still running after " + std::to_string(limits.timeout.count()) +
-                          " ms, killed",
-                      0, s);
+    throw KernelFault(
+        FaultKind::kTimeout,
+        what + ": timeout: still running after " + std::to_string(limits.timeout.count()) + " ms, killed", 0,
+        s);
   }
   const double s = seconds_since(t0);
   if (WIFSIGNALED(wstatus)) {
     const int sig = WTERMSIG(wstatus);
     const char* name = strsignal(sig);
-    throw KernelFault(FaultKind::kCrash,
-                      what + ": crash: killed by signal " + std::to_string(sig) + " (" + (name ? name : "?") + ")",
-                      sig, s);
+    throw KernelFault(
+        FaultKind::kCrash,
+        what + ": crash: killed by signal " + std::to_string(sig) + " (" + (name ? name : "?") + ")", sig, s);
   }
   const ResultHeader* h = region.header();
   const int code = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -1;
@@ -188,16 +202,20 @@ std::vector<uint8_t> run_isolated(const std::string& what, size_t max_result_byt
   }
   std::string message(h->message, strnlen(h->message, kMessageBytes));
   switch (static_cast<ChildStatus>(h->status)) {
-    case ChildStatus::kOk: break;
+    case ChildStatus::kOk:
+      break;
     case ChildStatus::kReportedError:
       throw KernelFault(FaultKind::kPluginError, what + ": plugin-error: " + message, 0, s);
     case ChildStatus::kFault:
       if (h->fault_kind <= static_cast<uint32_t>(FaultKind::kPluginError))
         throw KernelFault(static_cast<FaultKind>(h->fault_kind), what + ": " + message, 0, s);
       throw KernelFault(FaultKind::kBadResult, what + ": bad-result: corrupt result header", 0, s);
-    case ChildStatus::kInputError: throw InputError(message);
-    case ChildStatus::kInternalError: throw std::runtime_error(what + ": internal error in the isolated run: " + message);
-    default: throw KernelFault(FaultKind::kBadResult, what + ": bad-result: corrupt result header", 0, s);
+    case ChildStatus::kInputError:
+      throw InputError(message);
+    case ChildStatus::kInternalError:
+      throw std::runtime_error(what + ": internal error in the isolated run: " + message);
+    default:
+      throw KernelFault(FaultKind::kBadResult, what + ": bad-result: corrupt result header", 0, s);
   }
   return std::vector<uint8_t>(region.payload(), region.payload() + h->used);
 }

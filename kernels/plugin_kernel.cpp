@@ -54,7 +54,8 @@ bool claimed_rsf_in_topk(const std::string& profile, const CaseRecipe& r) {
 // `desc` refer to, so it is neither copied nor moved.
 class CaseView {
  public:
-  CaseView(const CaseRecipe& r, const std::string& claimed_profile) : profile_(claimed_profile), recipe_profile_(r.profile) {
+  CaseView(const CaseRecipe& r, const std::string& claimed_profile)
+      : profile_(claimed_profile), recipe_profile_(r.profile) {
     moefuzz_case_desc& d = desc;
     d.struct_size = sizeof(moefuzz_case_desc);
     d.profile = profile_.c_str();
@@ -95,13 +96,16 @@ class CaseView {
     d.threads = opts.threads;
     d.hidden_states = make_tensor(c.hidden.data(), MOEFUZZ_DTYPE_BF16, {r.shape.tokens, r.shape.hidden});
     d.logits = make_tensor(c.logits.data(), MOEFUZZ_DTYPE_F32, {r.shape.tokens, r.shape.experts});
-    if (!c.bias.empty()) d.bias = make_tensor(c.bias.data(), MOEFUZZ_DTYPE_F32, {static_cast<int64_t>(c.bias.size())});
+    if (!c.bias.empty())
+      d.bias = make_tensor(c.bias.data(), MOEFUZZ_DTYPE_F32, {static_cast<int64_t>(c.bias.size())});
     if (!c.token_ids.empty())
-      d.token_ids = make_tensor(c.token_ids.data(), MOEFUZZ_DTYPE_I32, {static_cast<int64_t>(c.token_ids.size())});
+      d.token_ids =
+          make_tensor(c.token_ids.data(), MOEFUZZ_DTYPE_I32, {static_cast<int64_t>(c.token_ids.size())});
     if (!c.hash_table.empty())
       d.hash_table = make_tensor(c.hash_table.data(), MOEFUZZ_DTYPE_I32, {r.hash_vocab(), r.shape.top_k});
     experts_.clear();
-    for (const ExpertWeights& w : c.experts) experts_.push_back({make_nvfp4(w.gate), make_nvfp4(w.up), make_nvfp4(w.down)});
+    for (const ExpertWeights& w : c.experts)
+      experts_.push_back({make_nvfp4(w.gate), make_nvfp4(w.up), make_nvfp4(w.down)});
     d.expert_weights = experts_.data();
     d.num_weight_experts = static_cast<int64_t>(experts_.size());
     d.a1_scale = make_tensor(c.a1_scale.data(), MOEFUZZ_DTYPE_F32, {static_cast<int64_t>(c.a1_scale.size())});
@@ -125,7 +129,17 @@ std::string stage_message(const char* stage, const char* msg) {
 // ---- The result sections (child -> parent) -------------------------------------------------------
 
 enum class Section : uint32_t {
-  kOutput = 1, kIds, kWeights, kFc1Codes, kFc1Scales, kFc2Codes, kFc2Scales, kGemm1, kActivation, kGemm2, kShared
+  kOutput = 1,
+  kIds,
+  kWeights,
+  kFc1Codes,
+  kFc1Scales,
+  kFc2Codes,
+  kFc2Scales,
+  kGemm1,
+  kActivation,
+  kGemm2,
+  kShared
 };
 constexpr int kSectionCount = 11;
 struct SectionHeader {
@@ -174,9 +188,16 @@ struct ResultSizes {
 
 ResultSizes sizes_for(const CaseRecipe& r, int64_t output_elements) {
   const int64_t T = r.shape.tokens, H = r.shape.hidden, I = r.shape.inter, rows = T * r.slots();
-  return {.output = output_elements, .routing = rows, .fc1_codes = rows * H / 2, .fc1_scales = rows * H / kNvfp4BlockSize,
-          .fc2_codes = rows * I / 2, .fc2_scales = rows * I / kNvfp4BlockSize, .gemm1 = rows * 2 * I,
-          .activation = rows * I, .gemm2 = rows * H, .shared = T * H};
+  return {.output = output_elements,
+          .routing = rows,
+          .fc1_codes = rows * H / 2,
+          .fc1_scales = rows * H / kNvfp4BlockSize,
+          .fc2_codes = rows * I / 2,
+          .fc2_scales = rows * I / kNvfp4BlockSize,
+          .gemm1 = rows * 2 * I,
+          .activation = rows * I,
+          .gemm2 = rows * H,
+          .shared = T * H};
 }
 
 // Parses what the child wrote; anything malformed is a bad result, never trusted.
@@ -216,8 +237,8 @@ class ResultParser {
   std::map<uint32_t, std::span<const uint8_t>> sections_;
 };
 
-void deserialize(const std::vector<uint8_t>& bytes, const ResultSizes& n, const CaseRecipe& r, const std::string& what,
-                 LayerResult& out, std::span<float> output) {
+void deserialize(const std::vector<uint8_t>& bytes, const ResultSizes& n, const CaseRecipe& r,
+                 const std::string& what, LayerResult& out, std::span<float> output) {
   ResultParser p(bytes, what);
   const int64_t rows = n.routing;
   std::vector<float> y;
@@ -228,13 +249,15 @@ void deserialize(const std::vector<uint8_t>& bytes, const ResultSizes& n, const 
   p.take(Section::kIds, rows, out.routing.ids, true);
   p.take(Section::kWeights, rows, out.routing.weights, true);
   QuantizedRows q;
-  if (p.take(Section::kFc1Codes, n.fc1_codes, q.packed, false) && p.take(Section::kFc1Scales, n.fc1_scales, q.scales, true)) {
+  if (p.take(Section::kFc1Codes, n.fc1_codes, q.packed, false) &&
+      p.take(Section::kFc1Scales, n.fc1_scales, q.scales, true)) {
     q.rows = rows;
     q.cols = r.shape.hidden;
     out.fc1_input = q;
   }
   QuantizedRows q2;
-  if (p.take(Section::kFc2Codes, n.fc2_codes, q2.packed, false) && p.take(Section::kFc2Scales, n.fc2_scales, q2.scales, true)) {
+  if (p.take(Section::kFc2Codes, n.fc2_codes, q2.packed, false) &&
+      p.take(Section::kFc2Scales, n.fc2_scales, q2.scales, true)) {
     q2.rows = rows;
     q2.cols = r.shape.inter;
     out.fc2_input = q2;
@@ -259,16 +282,18 @@ float poison_value(const RunOptions& opts) {
 void require_valid_ids(const RoutingDecision& route, int64_t total_experts) {
   for (size_t i = 0; i < route.ids.size(); ++i) {
     if (route.ids[i] < 0 || route.ids[i] >= total_experts) {
-      throw KernelFault(FaultKind::kBadResult, "bad-result: route wrote topk_ids[token " +
-                                                   std::to_string(static_cast<int64_t>(i) / route.slots) + ", slot " +
-                                                   std::to_string(static_cast<int64_t>(i) % route.slots) + "] = " +
-                                                   std::to_string(route.ids[i]) + ", not an expert id in [0, " +
-                                                   std::to_string(total_experts) + ")");
+      throw KernelFault(FaultKind::kBadResult,
+                        "bad-result: route wrote topk_ids[token " +
+                            std::to_string(static_cast<int64_t>(i) / route.slots) + ", slot " +
+                            std::to_string(static_cast<int64_t>(i) % route.slots) +
+                            "] = " + std::to_string(route.ids[i]) + ", not an expert id in [0, " +
+                            std::to_string(total_experts) + ")");
     }
   }
 }
 
-std::string run_whole_layer(const LoadedPlugin& p, CaseView& view, LayerResult& res, std::span<float> output) {
+std::string run_whole_layer(const LoadedPlugin& p, CaseView& view, LayerResult& res,
+                            std::span<float> output) {
   const int64_t T = view.desc.tokens, H = view.desc.hidden, slots = view.desc.slots;
   moefuzz_layer_out o{};
   o.output = make_tensor(output.data(), MOEFUZZ_DTYPE_F32, {T, H});
@@ -299,8 +324,8 @@ std::vector<uint16_t> to_bf16(const std::vector<float>& x) {
 }
 
 // The plugin's quantizer on rows [R, K] with each row's expert's global scale.
-std::string plugin_quantize(const LoadedPlugin& p, const CaseView& view, const std::vector<float>& input, int64_t K,
-                            const std::vector<float>& row_scale, QuantizedRows& q) {
+std::string plugin_quantize(const LoadedPlugin& p, const CaseView& view, const std::vector<float>& input,
+                            int64_t K, const std::vector<float>& row_scale, QuantizedRows& q) {
   const int64_t R = static_cast<int64_t>(row_scale.size());
   q.rows = R;
   q.cols = K;
@@ -319,7 +344,8 @@ struct GemmOperand {
   moefuzz_tensor scales{};
   std::vector<uint16_t> bf16_storage;
 };
-GemmOperand gemm_operand(const std::optional<QuantizedRows>& q, std::vector<uint16_t> bf16_rows, int64_t R, int64_t K) {
+GemmOperand gemm_operand(const std::optional<QuantizedRows>& q, std::vector<uint16_t> bf16_rows, int64_t R,
+                         int64_t K) {
   GemmOperand a;
   if (q) {
     a.codes = make_tensor(q->packed.data(), MOEFUZZ_DTYPE_FP4X2, {R, K / 2});
@@ -334,7 +360,8 @@ GemmOperand gemm_operand(const std::optional<QuantizedRows>& q, std::vector<uint
 std::string run_composed(const LoadedPlugin& p, const Profile& profile, const Case& c, CaseView& view,
                          const RunOptions& opts, LayerResult& res, std::span<float> output) {
   const CaseRecipe& r = c.recipe;
-  const int64_t T = r.shape.tokens, H = r.shape.hidden, I = r.shape.inter, slots = r.slots(), rows = T * slots;
+  const int64_t T = r.shape.tokens, H = r.shape.hidden, I = r.shape.inter, slots = r.slots(),
+                rows = T * slots;
   const float poison = poison_value(opts);
   // The CPU stages run tactic 0: the plugin's tactics are the plugin's, the CPU part is fixed.
   RunOptions cpu_opts = opts;
@@ -376,10 +403,12 @@ std::string run_composed(const LoadedPlugin& p, const Profile& profile, const Ca
   std::vector<float> g1;
   if (p.implements(MOEFUZZ_STAGE_GEMM1)) {
     g1.assign(static_cast<size_t>(rows * 2 * I), poison);
-    GemmOperand a = gemm_operand(fc1, fc1 ? std::vector<uint16_t>() : expanded_hidden_bf16(c, slots), rows, H);
+    GemmOperand a =
+        gemm_operand(fc1, fc1 ? std::vector<uint16_t>() : expanded_hidden_bf16(c, slots), rows, H);
     moefuzz_tensor ids = make_tensor(route.ids.data(), MOEFUZZ_DTYPE_I32, {T, slots});
     moefuzz_tensor out = make_tensor(g1.data(), MOEFUZZ_DTYPE_F32, {rows, 2 * I});
-    if (!(err = stage_message("gemm1", p.api->gemm1(&view.desc, &ids, &a.codes, &a.scales, &out))).empty()) return err;
+    if (!(err = stage_message("gemm1", p.api->gemm1(&view.desc, &ids, &a.codes, &a.scales, &out))).empty())
+      return err;
   } else {
     g1 = cpu::cpu_gemm1(c, route, fc1, cfg);
   }
@@ -411,7 +440,8 @@ std::string run_composed(const LoadedPlugin& p, const Profile& profile, const Ca
     GemmOperand a = gemm_operand(fc2, fc2 ? std::vector<uint16_t>() : to_bf16(act), rows, I);
     moefuzz_tensor ids = make_tensor(route.ids.data(), MOEFUZZ_DTYPE_I32, {T, slots});
     moefuzz_tensor out = make_tensor(g2.data(), MOEFUZZ_DTYPE_F32, {rows, H});
-    if (!(err = stage_message("gemm2", p.api->gemm2(&view.desc, &ids, &a.codes, &a.scales, &out))).empty()) return err;
+    if (!(err = stage_message("gemm2", p.api->gemm2(&view.desc, &ids, &a.codes, &a.scales, &out))).empty())
+      return err;
   } else {
     g2 = cpu::cpu_gemm2(c, route, fc2, act, cfg);
   }
@@ -423,7 +453,8 @@ std::string run_composed(const LoadedPlugin& p, const Profile& profile, const Ca
     moefuzz_tensor ids = make_tensor(route.ids.data(), MOEFUZZ_DTYPE_I32, {T, slots});
     moefuzz_tensor w = make_tensor(route.weights.data(), MOEFUZZ_DTYPE_F32, {T, slots});
     moefuzz_tensor out = make_tensor(output.data(), MOEFUZZ_DTYPE_F32, {T, H});
-    if (!(err = stage_message("combine", p.api->combine(&view.desc, &in, &ids, &w, &out))).empty()) return err;
+    if (!(err = stage_message("combine", p.api->combine(&view.desc, &in, &ids, &w, &out))).empty())
+      return err;
     // The separate shared-expert add belongs to the model, not the combine kernel: the same bf16
     // add the CPU combine performs (cpu_stages.h, cpu_combine).
     if (!res.shared_output.empty()) {
@@ -445,7 +476,8 @@ double timeout_from_env(double fallback_s) {
   const double s = std::strtod(env, &end);
   // Bounds: 1 ms is the resolution of the timeout; beyond a day the value is a typo.
   if (end == env || *end != '\0' || !(s >= 0.001) || s > 86400) {
-    throw InputError(std::string("MOEFUZZ_PLUGIN_TIMEOUT_S='") + env + "': expected seconds in [0.001, 86400]");
+    throw InputError(std::string("MOEFUZZ_PLUGIN_TIMEOUT_S='") + env +
+                     "': expected seconds in [0.001, 86400]");
   }
   return s;
 }
@@ -456,11 +488,14 @@ PluginKernel::PluginKernel(std::shared_ptr<const LoadedPlugin> plugin, PluginKer
     : plugin_(std::move(plugin)), options_(options) {
   if (plugin_->wants_device) {
 #ifdef MOEFUZZ_WITH_CUDA
-    throw InputError("plugin '" + plugin_->path + "' asks for device buffers (wants_device = 1): not supported in this "
+    throw InputError("plugin '" + plugin_->path +
+                     "' asks for device buffers (wants_device = 1): not supported in this "
                      "build yet; implement the host path (wants_device = 0)");
 #else
-    throw InputError("plugin '" + plugin_->path + "' asks for device buffers (wants_device = 1): not supported in this "
-                     "build (moefuzz was built without the CUDA runtime); implement the host path (wants_device = 0)");
+    throw InputError(
+        "plugin '" + plugin_->path +
+        "' asks for device buffers (wants_device = 1): not supported in this "
+        "build (moefuzz was built without the CUDA runtime); implement the host path (wants_device = 0)");
 #endif
   }
 }
@@ -505,27 +540,29 @@ void PluginKernel::run_layer(const Case& c, const RunOptions& opts, LayerResult&
   const std::span<float> y = output_span(opts, out.output, T * H);
   // A guarded buffer's trailing sentinel band travels with the output, so a plugin's overhanging
   // store is still seen by the canary check in this process.
-  const std::span<float> y_with_band(y.data(), y.size() + static_cast<size_t>(opts.output_data ? opts.output_slack : 0));
+  const std::span<float> y_with_band(
+      y.data(), y.size() + static_cast<size_t>(opts.output_data ? opts.output_slack : 0));
 
   const Profile* profile = nullptr;
   if (!plugin_->implements(MOEFUZZ_STAGE_LAYER)) profile = &profile_by_name(plugin_->profile);  // InputError
   const ResultSizes sizes = sizes_for(r, static_cast<int64_t>(y_with_band.size()));
   const std::string what = "plugin '" + plugin_->name + "' (" + plugin_->path + ")";
   // Fork after the Case is built: the child reads it, and writes its copy-on-write copy of `out`.
-  std::vector<uint8_t> bytes = run_isolated(what, sizes.max_bytes(), {options_.timeout}, [&](ResultWriter& w) {
-    CaseView view(r, plugin_->profile);
-    view.attach(c, opts);
-    LayerResult res;
-    res.routing.tokens = T;
-    res.routing.slots = r.slots();
-    res.routing.ids.assign(static_cast<size_t>(rows), -1);
-    res.routing.weights.assign(static_cast<size_t>(rows), poison);
-    const std::string err = profile ? run_composed(*plugin_, *profile, c, view, opts, res, y)
-                                    : run_whole_layer(*plugin_, view, res, y);
-    if (!err.empty()) return err;
-    serialize(w, res, y_with_band);
-    return std::string();
-  });
+  std::vector<uint8_t> bytes =
+      run_isolated(what, sizes.max_bytes(), {options_.timeout}, [&](ResultWriter& w) {
+        CaseView view(r, plugin_->profile);
+        view.attach(c, opts);
+        LayerResult res;
+        res.routing.tokens = T;
+        res.routing.slots = r.slots();
+        res.routing.ids.assign(static_cast<size_t>(rows), -1);
+        res.routing.weights.assign(static_cast<size_t>(rows), poison);
+        const std::string err = profile ? run_composed(*plugin_, *profile, c, view, opts, res, y)
+                                        : run_whole_layer(*plugin_, view, res, y);
+        if (!err.empty()) return err;
+        serialize(w, res, y_with_band);
+        return std::string();
+      });
   std::vector<float> kept_output = std::move(out.output);  // keeps its storage (it may be y)
   out = LayerResult{};
   out.output = std::move(kept_output);

@@ -27,7 +27,8 @@ constexpr StageSlot kStageSlots[] = {
     {MOEFUZZ_STAGE_ROUTE, "route", [](const moefuzz_plugin_v1& p) { return p.route != nullptr; }},
     {MOEFUZZ_STAGE_QUANTIZE, "quantize", [](const moefuzz_plugin_v1& p) { return p.quantize != nullptr; }},
     {MOEFUZZ_STAGE_GEMM1, "gemm1", [](const moefuzz_plugin_v1& p) { return p.gemm1 != nullptr; }},
-    {MOEFUZZ_STAGE_ACTIVATION, "activation", [](const moefuzz_plugin_v1& p) { return p.activation != nullptr; }},
+    {MOEFUZZ_STAGE_ACTIVATION, "activation",
+     [](const moefuzz_plugin_v1& p) { return p.activation != nullptr; }},
     {MOEFUZZ_STAGE_GEMM2, "gemm2", [](const moefuzz_plugin_v1& p) { return p.gemm2 != nullptr; }},
     {MOEFUZZ_STAGE_COMBINE, "combine", [](const moefuzz_plugin_v1& p) { return p.combine != nullptr; }},
 };
@@ -64,12 +65,14 @@ LoadedPlugin open_and_validate(const std::string& path) {
   const moefuzz_plugin_v1* api = entry();
   if (api == nullptr) throw InputError(who + ": " MOEFUZZ_PLUGIN_ENTRY_SYMBOL "() returned NULL");
   if (api->abi_version != MOEFUZZ_PLUGIN_ABI_VERSION) {
-    throw InputError(who + ": ABI version " + std::to_string(api->abi_version) + ", but this moefuzz supports version " +
-                     std::to_string(MOEFUZZ_PLUGIN_ABI_VERSION) + " (rebuild it against include/moefuzz/plugin.h)");
+    throw InputError(who + ": ABI version " + std::to_string(api->abi_version) +
+                     ", but this moefuzz supports version " + std::to_string(MOEFUZZ_PLUGIN_ABI_VERSION) +
+                     " (rebuild it against include/moefuzz/plugin.h)");
   }
   if (api->struct_size < sizeof(moefuzz_plugin_v1)) {
-    throw InputError(who + ": struct_size " + std::to_string(api->struct_size) + " is smaller than moefuzz_plugin_v1 (" +
-                     std::to_string(sizeof(moefuzz_plugin_v1)) + " bytes)");
+    throw InputError(who + ": struct_size " + std::to_string(api->struct_size) +
+                     " is smaller than moefuzz_plugin_v1 (" + std::to_string(sizeof(moefuzz_plugin_v1)) +
+                     " bytes)");
   }
   LoadedPlugin p;
   p.path = path;
@@ -78,11 +81,13 @@ LoadedPlugin open_and_validate(const std::string& path) {
   p.profile = bounded_string(api->profile, "profile", who, true);
   p.description = bounded_string(api->description, "description", who, false);
   if (api->tactics < 1) throw InputError(who + ": tactics must be >= 1, got " + std::to_string(api->tactics));
-  p.claims = {.deterministic = api->deterministic != 0, .batch_invariant = api->batch_invariant != 0,
+  p.claims = {.deterministic = api->deterministic != 0,
+              .batch_invariant = api->batch_invariant != 0,
               .tactics = api->tactics};
   if (api->stages == 0) throw InputError(who + ": 'stages' is 0: the plugin implements nothing");
   if ((api->stages & ~kKnownStages) != 0) {
-    throw InputError(who + ": 'stages' has unknown bits (" + std::to_string(api->stages & ~kKnownStages) + ")");
+    throw InputError(who + ": 'stages' has unknown bits (" + std::to_string(api->stages & ~kKnownStages) +
+                     ")");
   }
   p.stages = api->stages;
   for (const StageSlot& s : kStageSlots) {
@@ -100,11 +105,13 @@ std::string LoadedPlugin::stage_list() const {
   if (implements(MOEFUZZ_STAGE_LAYER)) return "layer";
   std::string out;
   for (const StageSlot& s : kStageSlots)
-    if (s.bit != MOEFUZZ_STAGE_LAYER && implements(s.bit)) out += (out.empty() ? "" : ",") + std::string(s.name);
+    if (s.bit != MOEFUZZ_STAGE_LAYER && implements(s.bit))
+      out += (out.empty() ? "" : ",") + std::string(s.name);
   return out;
 }
 
-std::shared_ptr<const LoadedPlugin> load_plugin(const std::string& path_in, std::chrono::milliseconds probe_timeout) {
+std::shared_ptr<const LoadedPlugin> load_plugin(const std::string& path_in,
+                                                std::chrono::milliseconds probe_timeout) {
   // dlopen searches the library path for a name without '/'; a file named on the command line
   // means the file here.
   const std::string path = path_in.find('/') == std::string::npos ? "./" + path_in : path_in;

@@ -37,7 +37,7 @@ struct LoadedPlugin {
 
 // The library stays loaded for the life of the process (no dlclose: a plugin's static state and
 // thread-locals may outlive any one kernel object). `probe_timeout` bounds the isolated trial load.
-std::shared_ptr<const LoadedPlugin> load_plugin(const std::string& path,
-                                                std::chrono::milliseconds probe_timeout = std::chrono::seconds(30));
+std::shared_ptr<const LoadedPlugin> load_plugin(
+    const std::string& path, std::chrono::milliseconds probe_timeout = std::chrono::seconds(30));
 
 }  // namespace moefuzz

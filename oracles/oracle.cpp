@@ -32,7 +32,10 @@ OracleEvaluation evaluate(const Case& c, const Profile& p, const LayerResult& ke
 }
 
 Verdict compare_layer(const Case& c, const Profile& p, const LayerResult& kernel) {
-  const OracleEvaluation ev = evaluate(c, p, kernel);
+  return compare_layer(evaluate(c, p, kernel), kernel);
+}
+
+Verdict compare_layer(const OracleEvaluation& ev, const LayerResult& kernel) {
   if (!ev.admissibility.passed()) return ev.admissibility;
   // Pipeline order: the first stage that fails is the one to report.
   const std::pair<const char*, const std::vector<float>*> exposed[] = {

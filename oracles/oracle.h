@@ -33,5 +33,7 @@ OracleEvaluation evaluate(const Case& c, const Profile& p, const LayerResult& ke
 // Admissibility, then every exposed stage and the output within their bounds. Returns the first
 // failure (decisions before values), else a pass carrying max error/bound.
 Verdict compare_layer(const Case& c, const Profile& p, const LayerResult& kernel);
+// The same comparison on an evaluation already made (the check engine evaluates once per run).
+Verdict compare_layer(const OracleEvaluation& ev, const LayerResult& kernel);
 
 }  // namespace moefuzz

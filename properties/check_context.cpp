@@ -32,7 +32,16 @@ const OracleEvaluation& CheckContext::oracle() {
 }
 
 OracleEvaluation CheckContext::evaluate(const Case& c, const LayerResult& r) const {
-  return moefuzz::evaluate(c, profile_, r);
+  LayerResult decisions_only = r;
+  decisions_only.gemm1.reset();
+  decisions_only.activation.reset();
+  decisions_only.gemm2.reset();
+  return moefuzz::evaluate(c, profile_, decisions_only);
+}
+
+const OracleEvaluation& CheckContext::oracle_end_to_end() {
+  if (!oracle_end_to_end_) oracle_end_to_end_ = evaluate(case_, baseline());
+  return *oracle_end_to_end_;
 }
 
 }  // namespace moefuzz

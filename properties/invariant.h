@@ -43,10 +43,13 @@ class CheckContext {
   LayerResult run(const Case& c, const RunOptions* opts = nullptr) const;
   // Faults in the baseline run (canary violations, unwritten outputs, plugin crash), "" if none.
   const std::string& baseline_fault();
-  // The oracle's evaluation of the base case conditioned on the baseline run, computed once.
+  // The oracle's evaluation of the base case conditioned on every decision and intermediate the
+  // baseline run exposes (each stage checked on the kernel's own previous stage), computed once.
   const OracleEvaluation& oracle();
-  // The oracle on another case, conditioned on that run (for the bounds of metamorphic checks).
+  // End-to-end evaluation for metamorphic checks: conditioned on the run's discrete decisions
+  // (routing, quantized codes) only, so the output bound covers every rounding from the inputs on.
   OracleEvaluation evaluate(const Case& c, const LayerResult& r) const;
+  const OracleEvaluation& oracle_end_to_end();
 
  private:
   const Kernel& kernel_;
@@ -57,6 +60,7 @@ class CheckContext {
   std::optional<LayerResult> baseline_;
   std::string baseline_fault_;
   std::optional<OracleEvaluation> oracle_;
+  std::optional<OracleEvaluation> oracle_end_to_end_;
 };
 
 struct Invariant {

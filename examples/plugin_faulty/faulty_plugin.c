@@ -2,9 +2,9 @@
  * Misbehaving plugins for tests/kernels/plugin_test.cpp: one source, one library per fault,
  * selected by MOEFUZZ_FAULT at compile time (examples/plugin_faulty/CMakeLists.txt). Each fault is
  * something a real out-of-tree kernel does: crash, hang, exit, report an error, ship the wrong ABI,
- * forget the export, leave a field NULL, emit ids that are not experts, ask for device buffers. FAULT_PATTERN is the
- * well-behaved control: a whole-layer kernel whose output is a known function of the indices, so
- * the test can check that results cross the process boundary bit for bit.
+ * forget the export, leave a field NULL, emit ids that are not experts, ask for device buffers. FAULT_PATTERN
+ * is the well-behaved control: a whole-layer kernel whose output is a known function of the indices, so the
+ * test can check that results cross the process boundary bit for bit.
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -105,7 +105,9 @@ static const moefuzz_plugin_v1 kFaultyPlugin = {
 #endif
     "flashinfer-cutlass",
     "a misbehaving test plugin (examples/plugin_faulty)",
-    1, 1, 1,
+    1,
+    1,
+    1,
 #if MOEFUZZ_FAULT == FAULT_BAD_IDS
     MOEFUZZ_STAGE_ROUTE,
 #else
@@ -116,8 +118,14 @@ static const moefuzz_plugin_v1 kFaultyPlugin = {
 #else
     0,
 #endif
-    faulty_supports, faulty_layer, bad_ids_route, /* the stage bits say which one is used */
-    NULL, NULL, NULL, NULL, NULL};
+    faulty_supports,
+    faulty_layer,
+    bad_ids_route, /* the stage bits say which one is used */
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    NULL};
 
 #if MOEFUZZ_FAULT == FAULT_NO_SYMBOL
 /* Forgot the entry point: exports a differently named function. */

@@ -36,7 +36,10 @@ static void softmax_scores(const float* x, int64_t n, float* p) {
   int64_t e;
   float mx = x[0], sum = 0.0f;
   for (e = 1; e < n; ++e) mx = x[e] > mx ? x[e] : mx;
-  for (e = 0; e < n; ++e) { p[e] = expf(x[e] - mx); sum += p[e]; }
+  for (e = 0; e < n; ++e) {
+    p[e] = expf(x[e] - mx);
+    sum += p[e];
+  }
   for (e = 0; e < n; ++e) p[e] = p[e] / sum;
 }
 
@@ -50,11 +53,16 @@ static void grouped_selection_scores(const moefuzz_case_desc* c, const float* x,
     s[e] = 1.0f / (1.0f + expf(-x[e]));
     sel[e] = bias ? s[e] + bias[e * c->bias.strides[0]] : s[e];
   }
-  for (g = 0; g < c->n_group; ++g) {  /* sum of the top-2 with bias, else the max */
+  for (g = 0; g < c->n_group; ++g) { /* sum of the top-2 with bias, else the max */
     float a = -INFINITY, b = -INFINITY;
     for (j = 0; j < group_size; ++j) {
       float v = sel[g * group_size + j];
-      if (v > a) { b = a; a = v; } else if (v > b) { b = v; }
+      if (v > a) {
+        b = a;
+        a = v;
+      } else if (v > b) {
+        b = v;
+      }
     }
     gscore[g] = bias && group_size > 1 ? a + b : a;
   }
@@ -119,7 +127,11 @@ static const moefuzz_plugin_v1 kMinimalPlugin = {
     minimal_supports,
     NULL, /* layer */
     minimal_route,
-    NULL, NULL, NULL, NULL, NULL /* quantize, gemm1, activation, gemm2, combine */
+    NULL, /* quantize */
+    NULL, /* gemm1 */
+    NULL, /* activation */
+    NULL, /* gemm2 */
+    NULL  /* combine */
 };
 
 MOEFUZZ_PLUGIN_EXPORT const moefuzz_plugin_v1* moefuzz_plugin_entry(void) { return &kMinimalPlugin; }

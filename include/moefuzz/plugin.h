@@ -184,7 +184,8 @@ typedef struct moefuzz_case_desc {
   /* Run options. */
   int32_t tactic;  /* 0 .. claims.tactics - 1 */
   int32_t threads; /* threads the plugin may use */
-  int32_t device;  /* 1: tensors are device pointers (only when the plugin asked, see wants_device) */
+  int32_t device;  /* 1: tensors are device pointers. Reserved: always 0 in ABI v1 builds, which
+                      refuse plugins with wants_device = 1 at load (docs/plugins.md) */
   int32_t reserved0;
   /* Inputs. */
   moefuzz_tensor hidden_states; /* BF16 [T, H] */

@@ -24,7 +24,10 @@ CpuConfig make_cpu_config(const CaseRecipe& r, const Profile& p, const RunOption
   c.slots = r.slots();
   c.mode = r.routing.mode;
   c.hash_score = r.routing.hash_score;
-  c.renormalize = r.routing.renormalize;
+  // Hash routing always normalizes non-softmax scores (SPEC.md §2.5: SGLang HashTopK, FlashInfer
+  // hash_topk and the V4 reference divide by the sum unconditionally); the flag applies to top-k modes.
+  c.renormalize = r.routing.mode == RoutingMode::kHash ? r.routing.hash_score != ScoreFunc::kSoftmax
+                                                        : r.routing.renormalize;
   c.correction_bias = r.routing.correction_bias;
   c.rsf = static_cast<float>(r.routing.routed_scaling_factor);
   // The profile, never the recipe's flag, says where rsf goes (oracles/routing_ref.h).

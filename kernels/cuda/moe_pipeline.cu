@@ -56,7 +56,9 @@ PipelineConfig config_for(const CaseRecipe& r, const Profile& p, int tactic) {
   c.vocab = r.hash_vocab();
   c.mode = static_cast<int>(r.routing.mode);
   c.hash_score = static_cast<int>(r.routing.hash_score);
-  c.renormalize = r.routing.renormalize;
+  // Hash routing always normalizes non-softmax scores (SPEC.md §2.5); the flag applies to top-k modes.
+  c.renormalize = r.routing.mode == RoutingMode::kHash ? r.routing.hash_score != ScoreFunc::kSoftmax
+                                                        : r.routing.renormalize;
   c.has_bias = r.routing.mode == RoutingMode::kSigmoidGrouped && r.routing.correction_bias;
   c.rsf = static_cast<float>(r.routing.routed_scaling_factor);
   c.rsf_in_topk = p.rsf_in_topk;

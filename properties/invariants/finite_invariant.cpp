@@ -24,6 +24,7 @@ Invariant make_finite_invariant() {
                         .expert = r.routing.ids[i]}, r.routing.weights[i], NAN, 0};
         return Verdict::fail("FINITE", "route", fmt::format("routing weight is {}", r.routing.weights[i]), e);
       }
+    if (auto skip = rejected("FINITE", ctx.oracle())) return *skip;
     const StageExpectation& out = output_stage(ctx.oracle());
     for (int64_t t = 0; t < out.rows; ++t)
       for (int64_t h = 0; h < out.cols; ++h) {

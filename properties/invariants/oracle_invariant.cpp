@@ -44,12 +44,11 @@ Invariant make_oracle_invariant() {
   inv.check = [](CheckContext& ctx) {
     const LayerResult& r = ctx.baseline();
     const OracleEvaluation& ev = ctx.oracle();
-    if (ev.admissibility.failed()) return ev.admissibility;
-    const StageExpectation& out = output_stage(ev);
-    const std::vector<double> got = to_double(r.output);
-    Verdict v = compare_elementwise("ORACLE", "output", got, out.expected, out.bound, out.rows, out.cols);
+    Verdict v = compare_layer(ev, r);  // admissibility first, then every exposed stage in pipeline order
+    v.invariant = "ORACLE";
     if (v.failed()) return v;
-    const std::string corruption = accepted_corruption(got, out);
+    const StageExpectation& out = output_stage(ev);
+    const std::string corruption = accepted_corruption(to_double(r.output), out);
     if (!corruption.empty()) {
       v.outcome = Outcome::kVacuous;
       v.message = fmt::format("vacuous: the bound would also accept {} of the output", corruption);

@@ -14,15 +14,69 @@ const StageExpectation& output_stage(const OracleEvaluation& ev) {
   return *s;
 }
 
-Verdict metamorphic_compare(const std::string& invariant, const std::string& stage, const std::vector<double>& a,
-                            const std::vector<double>& bound_a, const std::vector<double>& b,
-                            const std::vector<double>& bound_b, int64_t rows, int64_t cols, double scale) {
-  std::vector<double> expected(b.size()), bound(b.size());
-  for (size_t i = 0; i < b.size(); ++i) {
-    expected[i] = scale * b[i];
-    bound[i] = bound_a[i] + std::fabs(scale) * bound_b[i];
+std::optional<Verdict> rejected(const std::string& invariant, const OracleEvaluation& ev) {
+  if (!ev.admissibility.failed() && ev.stage("output") != nullptr) return std::nullopt;
+  return Verdict::skip(invariant, "the oracle rejected this run's decisions (ORACLE reports it): " + ev.admissibility.message);
+}
+
+Side side_of(CheckContext& ctx, const Case& c, const LayerResult& r) {
+  const OracleEvaluation ev = ctx.evaluate(c, r);
+  Side s;
+  s.rejected = rejected("", ev);
+  if (s.rejected) return s;
+  const StageExpectation& out = output_stage(ev);
+  s.got = to_double(r.output);
+  s.expected = out.expected;
+  s.bound = out.bound;
+  s.rows = out.rows;
+  s.cols = out.cols;
+  return s;
+}
+
+Side baseline_side(CheckContext& ctx) {
+  const OracleEvaluation& ev = ctx.oracle_end_to_end();
+  Side s;
+  s.rejected = rejected("", ev);
+  if (s.rejected) return s;
+  const StageExpectation& out = output_stage(ev);
+  s.got = to_double(ctx.baseline().output);
+  s.expected = out.expected;
+  s.bound = out.bound;
+  s.rows = out.rows;
+  s.cols = out.cols;
+  return s;
+}
+
+Side restrict(const Side& s, const std::vector<int64_t>& rows, int64_t cols) {
+  Side r;
+  r.rejected = s.rejected;
+  if (s.rejected) return r;
+  r.rows = static_cast<int64_t>(rows.size());
+  r.cols = cols;
+  for (int64_t row : rows)
+    for (int64_t c = 0; c < cols; ++c) {
+      const size_t i = static_cast<size_t>(row * s.cols + c);
+      r.got.push_back(s.got[i]);
+      r.expected.push_back(s.expected[i]);
+      r.bound.push_back(s.bound[i]);
+    }
+  return r;
+}
+
+Verdict metamorphic_compare(const std::string& invariant, const std::string& stage, const Side& a, const Side& b,
+                            double scale) {
+  for (const Side* s : {&a, &b})
+    if (s->rejected) {
+      Verdict v = *s->rejected;
+      v.invariant = invariant;
+      return v;
+    }
+  std::vector<double> expected(b.got.size()), bound(b.got.size());
+  for (size_t i = 0; i < b.got.size(); ++i) {
+    expected[i] = scale * b.got[i];
+    bound[i] = a.bound[i] + std::fabs(scale) * b.bound[i] + std::fabs(a.expected[i] - scale * b.expected[i]);
   }
-  return compare_elementwise(invariant, stage, a, expected, bound, rows, cols);
+  return compare_elementwise(invariant, stage, a.got, expected, bound, a.rows, a.cols);
 }
 
 Verdict bitwise_compare(const std::string& invariant, const std::string& stage, const std::vector<float>& a,

@@ -1,6 +1,7 @@
 #pragma once
 // Shared helpers of the invariant implementations (not a public API): the metamorphic comparison
 // with bounds taken from the oracle's precision contract, and small conversions.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,15 +12,31 @@ namespace moefuzz::inv {
 
 inline std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
 
-// The "output" stage of an evaluation (throws std::logic_error if the oracle did not provide one).
+// The "output" stage of an evaluation (throws std::logic_error if the oracle did not provide one;
+// check `rejected()` first).
 const StageExpectation& output_stage(const OracleEvaluation& ev);
+// A skip verdict when the oracle rejected the run's decisions (ORACLE reports that failure itself),
+// or nullopt when the evaluation has its stages.
+std::optional<Verdict> rejected(const std::string& invariant, const OracleEvaluation& ev);
 
-// Metamorphic comparison: the relation says ideal(a) == scale * ideal(b) elementwise. A correct
-// kernel is within bound_a of ideal(a) and bound_b of ideal(b), so |a - scale*b| <= bound_a +
-// |scale|*bound_b is sound (no oracle VALUE is used, only the contract's bounds).
-Verdict metamorphic_compare(const std::string& invariant, const std::string& stage, const std::vector<double>& a,
-                            const std::vector<double>& bound_a, const std::vector<double>& b,
-                            const std::vector<double>& bound_b, int64_t rows, int64_t cols, double scale = 1.0);
+// One side of a metamorphic relation: the kernel's output on a case, the oracle's end-to-end
+// expectation for it (conditioned on that run's decisions) and the bound a correct kernel stays in.
+struct Side {
+  std::vector<double> got, expected, bound;
+  int64_t rows = 0, cols = 0;
+  std::optional<Verdict> rejected;
+};
+Side side_of(CheckContext& ctx, const Case& c, const LayerResult& r);
+Side baseline_side(CheckContext& ctx);
+// Keeps rows `rows` and the first `cols` columns of a side (BATCH, PERM, PAD compare sub-blocks).
+Side restrict(const Side& s, const std::vector<int64_t>& rows, int64_t cols);
+
+// Metamorphic comparison: the relation says ideal(a) == scale * ideal(b). A correct kernel holds
+// |a - E_a| <= B_a and |b - E_b| <= B_b, so |a - scale*b| <= B_a + |scale|*B_b + |E_a - scale*E_b|
+// is sound. The last term is zero when the relation is exact on the emulated roundings too, and
+// carries the legitimate difference where rounding points or admitted decisions differ.
+Verdict metamorphic_compare(const std::string& invariant, const std::string& stage, const Side& a, const Side& b,
+                            double scale = 1.0);
 
 // Bitwise equality of two outputs (REPEAT, CANARY, BATCH for kernels that claim it).
 Verdict bitwise_compare(const std::string& invariant, const std::string& stage, const std::vector<float>& a,

@@ -178,7 +178,8 @@ TEST(PluginKernel, GuardedOutputBufferAndItsBandTravelBack) {
   LayerResult out;
   k->run_layer(c, opts, out);
   EXPECT_EQ(guarded[0], 0.25f);
-  EXPECT_EQ(guarded[n - 1], static_cast<float>((c.recipe.shape.tokens - 1) * 1000 + c.recipe.shape.hidden - 1) + 0.25f);
+  EXPECT_EQ(guarded[n - 1],
+            static_cast<float>((c.recipe.shape.tokens - 1) * 1000 + c.recipe.shape.hidden - 1) + 0.25f);
   for (int64_t i = n; i < n + slack; ++i) EXPECT_TRUE(std::isnan(guarded[i])) << "band element " << i;
 }
 
@@ -250,7 +251,8 @@ TEST(PluginIsolation, ReportedErrorIsAPluginErrorCarryingTheMessage) {
   double s = 0;
   int sig = 0;
   EXPECT_EQ(fault_of(*k, materialize(small_recipe(8)), what, s, sig), FaultKind::kPluginError);
-  EXPECT_NE(what.find("layer returned an error: deliberate failure: workspace too small"), std::string::npos) << what;
+  EXPECT_NE(what.find("layer returned an error: deliberate failure: workspace too small"), std::string::npos)
+      << what;
 }
 
 TEST(PluginIsolation, HangingSupportsIsATimeoutFault) {
@@ -283,8 +285,9 @@ TEST(IsolatedRun, OverflowingTheRegionIsAnErrorNotACorruption) {
 }
 
 TEST(IsolatedRun, InputErrorInTheChildStaysAnInputError) {
-  EXPECT_THROW(run_isolated("test", 0, {kTestTimeout}, [](ResultWriter&) -> std::string { throw InputError("bad"); }),
-               InputError);
+  EXPECT_THROW(
+      run_isolated("test", 0, {kTestTimeout}, [](ResultWriter&) -> std::string { throw InputError("bad"); }),
+      InputError);
 }
 
 // ---- Stage composition: the example routing plugin inside the CPU pipeline ---------------------
@@ -333,7 +336,8 @@ void expect_softmax_routing_agrees(int seeds) {
       std::vector<double> sorted = sel;
       std::sort(sorted.rbegin(), sorted.rend());
       const double margin = sorted[r.shape.top_k - 1] - sorted[r.shape.top_k];
-      const double bound = 2.0 * static_cast<double>(E + 2) * std::ldexp(1.0, -24) * (1.0 + std::fabs(sorted[0]));
+      const double bound =
+          2.0 * static_cast<double>(E + 2) * std::ldexp(1.0, -24) * (1.0 + std::fabs(sorted[0]));
       if (margin <= bound) continue;
       ++compared_tokens;
       bool same_weights = true;
@@ -345,13 +349,15 @@ void expect_softmax_routing_agrees(int seeds) {
         const double w_bound = 2.0 * static_cast<double>(E + r.shape.top_k + 4) * std::ldexp(1.0, -24) *
                                std::fabs(static_cast<double>(want.routing.weights[i]));
         EXPECT_LE(std::fabs(static_cast<double>(got.routing.weights[i]) - want.routing.weights[i]), w_bound)
-            << "token " << t << " slot " << s << " got " << got.routing.weights[i] << " want " << want.routing.weights[i];
+            << "token " << t << " slot " << s << " got " << got.routing.weights[i] << " want "
+            << want.routing.weights[i];
         same_weights = same_weights && got.routing.ids[i] == want.routing.ids[i] &&
                        got.routing.weights[i] == want.routing.weights[i];
       }
       if (same_weights) {  // identical decisions through identical CPU stages: identical bits
         ++identical_rows;
-        for (int64_t h = 0; h < H; ++h) ASSERT_EQ(got.output[t * H + h], want.output[t * H + h]) << "token " << t;
+        for (int64_t h = 0; h < H; ++h)
+          ASSERT_EQ(got.output[t * H + h], want.output[t * H + h]) << "token " << t;
       }
     }
   }
@@ -363,7 +369,8 @@ void expect_softmax_routing_agrees(int seeds) {
 TEST(PluginComposition, SoftmaxRoutingPluginAgreesWithTheCpuKernel) { expect_softmax_routing_agrees(8); }
 
 TEST(PluginComposition, BadExpertIdsFromAStagePluginAreABadResult) {
-  if (!profile_known("flashinfer-cutlass")) GTEST_SKIP() << "profile 'flashinfer-cutlass' not in this build yet";
+  if (!profile_known("flashinfer-cutlass"))
+    GTEST_SKIP() << "profile 'flashinfer-cutlass' not in this build yet";
   auto k = load(faulty("bad_ids"));
   std::string what;
   double s = 0;
@@ -375,7 +382,8 @@ TEST(PluginComposition, BadExpertIdsFromAStagePluginAreABadResult) {
 // ---- Through the check engine: what `moefuzz check --kernel ./lib.so` does per case -------------
 
 TEST(PluginCheckEngine, ExamplePluginPassesEveryInvariantAndACrashIsAFinding) {
-  if (!profile_known("flashinfer-cutlass")) GTEST_SKIP() << "profile 'flashinfer-cutlass' not in this build yet";
+  if (!profile_known("flashinfer-cutlass"))
+    GTEST_SKIP() << "profile 'flashinfer-cutlass' not in this build yet";
   const CheckOptions options{.invariants = select_invariants("all")};
   ASSERT_FALSE(options.invariants.empty());
   auto plugin = load(MOEFUZZ_EXAMPLE_PLUGIN);
