@@ -11,6 +11,12 @@ if(MOEFUZZ_ENABLE_CUDA AND CUDAToolkit_FOUND)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     enable_language(CUDA)
+    # CMake 3.25 (Debian 12) knows no CUDA20 dialect flag for nvcc 13, and moefuzz_core's PUBLIC
+    # cxx_std_20 reaches CUDA targets as CUDA20: generate then stops. Tell it the flag.
+    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
     set(CMAKE_CUDA_STANDARD 20)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     # sm_90a SASS for the H200 plus compute_90 PTX for anything newer.

@@ -394,7 +394,13 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
       if (p.bf16_output) s = round_to_bf16(s);
       const auto& sr = shared_rows[static_cast<size_t>(t)];
       if (!sr.empty()) {
-        double slo = s.lo, shi = s.hi, smag = std::max(std::fabs(s.lo), std::fabs(s.hi));
+        // The separate shared MLPs form their own output tensor (SGLang/vLLM: `shared_output`, in the
+        // model dtype) that is added to the routed output afterwards (recipe.h, kSeparate). With
+        // several shared experts their outputs are summed first, either in fp32 and rounded once
+        // or by bf16 tensor adds in any order (each add a bf16 rounding point): both lie in
+        // sum +- gamma_{n-1}(u) * sum|y| with u the unit of the output dtype, then RN to bf16 once
+        // more (monotone, idempotent on a bf16 result).
+        double slo = 0, shi = 0, smag = 0;
         for (int64_t r : sr) {
           const Interval y{y_lo[static_cast<size_t>(r * H + o)], y_hi[static_cast<size_t>(r * H + o)]};
           nan |= is_nan(y);
@@ -402,8 +408,20 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
           shi += y.hi;
           smag += std::max(std::fabs(y.lo), std::fabs(y.hi));
         }
-        const double e = gamma_n(static_cast<double>(sr.size() + 1), kFp32Unit) * smag + kUnderflowFloor;
-        s = {slo - e, shi + e};
+        Interval sh_sum{slo, shi};
+        if (sr.size() > 1) {
+          // +1 unit absorbs the oracle's own double sums (< n 2^-53 relative).
+          const double e = gamma_n(static_cast<double>(sr.size()), p.bf16_output ? kBf16Unit : kFp32Unit) * smag +
+                           static_cast<double>(sr.size()) * kUnderflowFloor;
+          sh_sum = {slo - e, shi + e};
+        }
+        // The shared tensor is in the output dtype even for one expert whose GEMM2 output is fp32.
+        if (p.bf16_output) sh_sum = round_to_bf16(sh_sum);
+        // routed + shared: one fp32 addition (+1 unit for the oracle's double add), then the output
+        // rounding point.
+        const double m = std::max(std::fabs(s.lo), std::fabs(s.hi)) + std::max(std::fabs(sh_sum.lo), std::fabs(sh_sum.hi));
+        const double e = gamma_n(2, kFp32Unit) * m + kUnderflowFloor;
+        s = {s.lo + sh_sum.lo - e, s.hi + sh_sum.hi + e};
         if (p.bf16_output) s = round_to_bf16(s);
       }
       store(&out, t, o, nan ? Interval{kNaN, kNaN} : s);

@@ -30,7 +30,10 @@ double sqrt_softplus_error_bound(const Profile& p, double x, double v) {
   // log1pf adds <= 2 ulp; the add of max(x,0) >= 0 does not amplify a relative error and rounds once
   // (0.5 ulp); sqrt halves the relative error and adds <= 3 ulp (sqrt.approx under fast math; IEEE
   // sqrtf is 0.5). Total <= (E_exp + 2 + 0.5)/2 + 3 ulp; taken as (E_exp + 9) ulp for margin.
-  return (exp_error_ulps(p, x) + 9.0) * kFp32Ulp * v + kFp32FlushFloor;
+  // Underflow: below x ~ -87, e = expf(-|x|) is subnormal or flushed (FTZ) to 0, an ABSOLUTE error of
+  // up to kFp32FlushFloor in the radicand, which the sqrt turns into sqrt(kFp32FlushFloor) = 2^-62.5
+  // absolute in v (found by routing_fuzzer: large negative logits, kernel 0 vs exact 1e-25).
+  return (exp_error_ulps(p, x) + 9.0) * kFp32Ulp * v + kFp32FlushFloor + std::sqrt(kFp32FlushFloor);
 }
 
 void softmax_error_bounds(const Profile& p, std::span<const float> logits, std::span<const double> probs,

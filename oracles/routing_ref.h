@@ -32,6 +32,11 @@ struct RoutingCheck {
 
 // The oracle's own decision (stable tie rule), weights rounded to the profile's weight dtype.
 RoutingDecision reference_routing(const Case& c, const Profile& p);
+// Whether token t's routing weights are specified: false when one of its logits is non-finite (NaN or
+// +-inf: softmax over +inf is NaN in every implementation, SPEC.md leaves it open). Such a token's ids
+// are still checked; its weights are neither compared nor required finite, by this oracle and by the
+// invariants (STRUCT, FINITE, SCALE1) alike.
+bool token_weights_specified(const Case& c, int64_t t);
 // Admit the kernel's ids (structure + set admissibility) and bound its weights.
 RoutingCheck check_routing(const Case& c, const Profile& p, const RoutingDecision& kernel);
 

@@ -90,6 +90,9 @@ Case select_tokens(const Case& c, const std::vector<int64_t>& rows) {
   const Shape& s = c.recipe.shape;
   Case out = c;
   out.recipe.shape.tokens = static_cast<int64_t>(rows.size());
+  // The hash table keeps its rows: pin the vocabulary, which otherwise defaults to max(16, 4T) and
+  // would no longer match hash_table's [vocab, k] size once T changes (Case inconsistent with recipe).
+  if (c.recipe.routing.mode == RoutingMode::kHash) out.recipe.routing.vocab = c.recipe.hash_vocab();
   out.hidden.assign(rows.size() * static_cast<size_t>(s.hidden), 0);
   out.logits.assign(rows.size() * static_cast<size_t>(s.experts), 0.0f);
   if (!c.token_ids.empty()) out.token_ids.assign(rows.size(), 0);

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "core/case.h"
+#include "core/value_profiles.h"
 #include "kernels/registry.h"
 #include "properties/baseline_checkers.h"
 #include "properties/check_engine.h"
@@ -24,6 +25,106 @@ bool all_declared_killed(const MutantRow& row) {
     if (it == row.kills.end() || it->second.cases < 0) return false;
   }
   return true;
+}
+
+// ---- Targeted campaign ----
+// A mutant's bug is visible only on its invariants' domains: WEIGHT1 needs softmax routing without
+// renormalization, DUP hash rows with a repeated id, STRUCT's group check negative biased scores...
+// Random small cases reach some of these rarely, so three of every four cases of a mutant are
+// steered into the domain of one of its declared invariants (round robin over them). A focus only
+// sets recipe fields the generator itself draws (shape, routing flags, value profiles), so every
+// focused case is one the generator could produce; validate()/supports() still filter it.
+void set_softmax(CaseRecipe& r) {
+  r.routing.mode = RoutingMode::kSoftmax;
+  r.shape.n_group = r.shape.topk_group = 1;
+  r.shape.experts = std::max<int64_t>(r.shape.experts, 8);
+  r.shape.top_k = std::clamp<int64_t>(r.shape.top_k, 2, 4);
+}
+
+void set_grouped(CaseRecipe& r) {
+  r.routing.mode = RoutingMode::kSigmoidGrouped;
+  r.routing.correction_bias = true;
+  r.shape.experts = 16;
+  r.shape.n_group = 4;
+  r.shape.topk_group = 2;
+  r.shape.top_k = 4;
+}
+
+// The focus of invariant `code`, variant `v` (several where the domain has distinct corners).
+CaseRecipe focus_on(const std::string& code, uint64_t v, CaseRecipe r) {
+  if (code == "STRUCT") {
+    if (v % 3 == 2) {  // softmax without renormalization: weights must be probabilities (Z4)
+      set_softmax(r);
+      r.routing.renormalize = false;
+      return r;
+    }
+    // Z3: one selected group of four; negative biased scores next to positive ones, so a group masked
+    // with 0 beats the selected group's negatives and the top-k spans two groups.
+    set_grouped(r);
+    r.shape.topk_group = 1;
+    r.values.logits = v % 3 == 0 ? LogitProfile::kNormal : LogitProfile::kAllNegative;
+    r.values.bias = BiasProfile::kNegative;
+  } else if (code == "FINITE") {
+    set_grouped(r);  // Z5: underflowing sigmoids pulled into the top-k by a dominant bias
+    r.routing.renormalize = true;
+    r.values.logits = LogitProfile::kVeryNegative;
+    r.values.bias = BiasProfile::kDominant;
+  } else if (code == "ORACLE") {  // values exactly at E2M1 rounding thresholds (tie rules)
+    if (v % 2 == 0) {  // planted thresholds under the calibrated global scale they were planted for
+      r.values.hidden = HiddenProfile::kThresholds;
+      r.values.act_scale = ActScaleProfile::kCalibrated;
+      r.quant.activations = ActivationFormat::kNvfp4;
+      r.quant.act_scales = ActScaleMode::kGlobal;
+      // One block of the last token planted on exact E2M1 ties: under the profile's calibrated
+      // S_q = kThresholdsA1Scale = 2^9, a block amax of 6/2^9 gives the E4M3 block scale 1.0 exactly,
+      // and x = m/2^9 quantizes from exactly m (m = 0.25, 1.25, 2.5, 5: the ties RN-even sends down).
+      r.shape.tokens = std::max<int64_t>(r.shape.tokens, 2);
+      r.shape.hidden = std::max<int64_t>(r.shape.hidden, 32);
+      const int64_t t = r.shape.tokens - 1;
+      const double planted[] = {6, 0.25, 1.25, 2.5, 5, -0.25, -1.25, -2.5, -5};
+      for (int64_t j = 0; j < 16; ++j)
+        r.edits.push_back(Edit{"hidden", {t, 16 + j}, j < 9 ? planted[j] / kThresholdsA1Scale : 0.0});
+    }
+  } else if (code == "WEIGHT1" || code == "SHIFT" || code == "PARAM") {
+    set_softmax(r);
+    r.routing.renormalize = false;
+    r.values.logits = LogitProfile::kNormal;
+  } else if (code == "DUP") {
+    r.routing.mode = RoutingMode::kHash;
+    r.routing.hash_score = ScoreFunc::kSqrtSoftplus;
+    r.shape.n_group = r.shape.topk_group = 1;
+    r.shape.top_k = std::max<int64_t>(r.shape.top_k, 2);
+    r.shape.experts = std::max<int64_t>(r.shape.experts, r.shape.top_k);
+    r.values.table = TableProfile::kDuplicates;
+  } else if (code == "CANARY") {  // H not a multiple of the 32/64-wide N tile; tokens after token 0
+    r.shape.hidden = 48;
+    r.shape.tokens = std::max<int64_t>(r.shape.tokens, 3);
+  } else if (code == "GSCALE") {
+    r.quant.gate_up_scale_ratio = 0.5;  // unequal per-half global scales (Z11)
+  } else if (code == "PERM") {
+    r.values.weights = WeightProfile::kExpertSpread;
+  } else if (code == "BATCH") {  // tokens of different magnitude: the batch's amax depends on who is in it
+    r.shape.tokens = std::max<int64_t>(r.shape.tokens, 4);
+    r.values.hidden = HiddenProfile::kTokenSpread;
+    r.quant.activations = ActivationFormat::kNvfp4;
+  } else if (code == "TACTIC") {  // K of several 64-wide tiles in both GEMMs
+    r.shape.hidden = 128;
+    r.shape.inter = 64;
+  } else if (code == "DRIFT") {  // two slots per token: sums of two bf16 terms, often exact ties (SPEC.md §3.6)
+    r = CaseRecipe{.seed = r.seed, .profile = r.profile};
+    r.shape = Shape{.tokens = 16, .hidden = 64, .inter = 32, .experts = 8, .top_k = 2};
+    r.routing.routed_scaling_factor = 2.5;
+  }
+  return r;
+}
+
+// Case `index` of a mutant's campaign: random, or (3 of 4) focused on a declared invariant.
+CaseRecipe campaign_case(const rc::Gen<CaseRecipe>& gen, uint64_t seed, uint64_t index,
+                         const std::vector<std::string>& declared) {
+  CaseRecipe r = gen::sample(gen, seed, index, static_cast<int>(std::min<uint64_t>(100, index)));
+  if (declared.empty() || index % 4 == 0) return r;
+  const uint64_t round = index - index / 4 - 1;  // focused cases so far
+  return focus_on(declared[round % declared.size()], round / declared.size(), r);
 }
 
 }  // namespace
@@ -61,15 +162,25 @@ KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
     row.mutant = entry.name;
     row.expected = kernel->expected_killers();
     const auto start = std::chrono::steady_clock::now();
-    // Expensive invariants (OVF large tier, DRIFT) run once, on the first supported case, and only
-    // for mutants that declare them.
-    std::vector<const Invariant*> invariants = cheap;
-    for (const auto& inv : invariant_registry())
-      if (inv.expensive && std::find(row.expected.begin(), row.expected.end(), inv.code) != row.expected.end())
-        invariants.push_back(&inv);
-    bool expensive_done = false;
+    // Expensive invariants (OVF's 2^31 probe, DRIFT's many layers) run once each, and only for
+    // mutants that declare them, on the first supported case focused on them.
+    for (const auto& inv : invariant_registry()) {
+      if (!inv.expensive || std::find(row.expected.begin(), row.expected.end(), inv.code) == row.expected.end()) continue;
+      if (inv.code == "OVF" && !o.ovf_probe) continue;
+      for (uint64_t index = 0; index < 64; ++index) {
+        CaseRecipe r = focus_on(inv.code, 0, gen::sample(gen, o.seed, index, 10));
+        r.profile = kernel->profile();
+        if (!kernel->supports(r).empty() || !validate(r).empty() || !inv.applies(*kernel, r).empty()) continue;
+        ++row.cases;
+        const CaseReport rep = check_case(*kernel, materialize(r), CheckOptions{.invariants = {&inv}});
+        for (const auto& v : rep.verdicts)
+          if (v.failed()) row.kills[v.invariant] = KillCell{row.cases, since(start)};
+        break;
+      }
+    }
     for (uint64_t index = 0; row.cases < o.max_cases_per_mutant && since(start) < o.seconds_per_mutant; ++index) {
-      CaseRecipe r = gen::sample(gen, o.seed, index, static_cast<int>(std::min<uint64_t>(100, index)));
+      if (all_declared_killed(row)) break;
+      CaseRecipe r = campaign_case(gen, o.seed, index, row.expected);
       r.profile = kernel->profile();
       if (!kernel->supports(r).empty() || !validate(r).empty()) {
         if (index > static_cast<uint64_t>(o.max_cases_per_mutant) * 20) break;
@@ -77,18 +188,15 @@ KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
       }
       const Case c = materialize(r);
       CheckOptions co;
-      for (const Invariant* inv : invariants) {
-        if (inv->expensive && expensive_done) continue;
+      for (const Invariant* inv : cheap) {
         auto it = row.kills.find(inv->code);
         if (it != row.kills.end() && it->second.cases >= 0) continue;  // already killed by it
         co.invariants.push_back(inv);
       }
-      expensive_done = true;
       ++row.cases;
       const CaseReport rep = check_case(*kernel, c, co);
       for (const auto& v : rep.verdicts)
         if (v.failed()) row.kills[v.invariant] = KillCell{row.cases, since(start)};
-      if (all_declared_killed(row)) break;
     }
     row.seconds = since(start);
     if (o.baselines) {

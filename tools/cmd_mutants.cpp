@@ -3,9 +3,12 @@
 // false-positive sweep. Exit 1 unless the matrix is green.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <iostream>
 
 #include "core/atomic_file.h"
+#include "core/errors.h"
+#include "kernels/registry.h"
 #include "properties/kill_matrix.h"
 #include "tools/commands.h"
 
@@ -23,6 +26,12 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--baselines", o.baselines, "Also apply upstream-style checkers (allclose, check_accuracy)");
   cmd->add_option("--json", json, "Write the matrix as JSON here");
   cmd->callback([&exit_code] {
+    // An unknown --mutant would silently select nothing: name it and exit 2 like every bad input.
+    for (const auto& name : o.mutants) {
+      const auto& reg = kernel_registry();
+      if (std::none_of(reg.begin(), reg.end(), [&](const KernelEntry& e) { return e.name == name && e.kind == KernelKind::kMutant; }))
+        throw InputError(fmt::format("--mutant: unknown mutant '{}' (moefuzz list shows them)", name));
+    }
     const KillMatrix m = run_kill_matrix(o);
     std::cout << format_kill_matrix(m);
     if (!json.empty()) write_file_atomically(json, kill_matrix_json(m).dump(2) + "\n");

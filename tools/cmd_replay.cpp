@@ -1,7 +1,12 @@
 // moefuzz replay FILE... [--kernel K] [--invariants a,b]: re-run saved cases and print the report.
 // The kernel defaults to the one named in the file's "# kernel:" header (findings carry it).
 #include <fmt/format.h>
+#include <unistd.h>
+#include <sys/wait.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -16,6 +21,45 @@
 #include "tools/global_options.h"
 
 namespace moefuzz::cli {
+namespace {
+
+// --sanitize: re-run this replay under compute-sanitizer (memcheck, then racecheck). Device memory
+// errors and races are the sanitizer's job (STYLE.md); only CUDA kernels touch device memory.
+std::string find_compute_sanitizer() {
+  std::vector<std::string> dirs;
+  if (const char* path = std::getenv("PATH")) {
+    std::string p = path;
+    for (size_t a = 0, b; a <= p.size(); a = b + 1) {
+      b = p.find(':', a);
+      if (b == std::string::npos) b = p.size();
+      dirs.push_back(p.substr(a, b - a));
+    }
+  }
+  dirs.push_back("/usr/local/cuda/bin");
+  for (const auto& d : dirs)
+    if (!d.empty() && access((d + "/compute-sanitizer").c_str(), X_OK) == 0) return d + "/compute-sanitizer";
+  return "";
+}
+
+int run_under_sanitizer(const std::string& sanitizer, const std::string& tool, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {sanitizer, "--tool", tool, "--error-exitcode", "3",
+                                   std::filesystem::read_symlink("/proc/self/exe").string(), "replay"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::cout << "moefuzz replay --sanitize: " << tool << "\n" << std::flush;
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> a;
+    for (auto& s : argv) a.push_back(s.data());
+    a.push_back(nullptr);
+    execv(a[0], a.data());
+    _exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return 3;
+  return WEXITSTATUS(status);
+}
+
+}  // namespace
 
 void add_replay_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("replay", "Re-run saved cases (findings, regressions) and print the report");
@@ -24,7 +68,40 @@ void add_replay_command(CLI::App& app, int& exit_code) {
   cmd->add_option("FILE", files, "Recipe files")->required();
   cmd->add_option("--kernel", kernel_arg, "Kernel (default: the file's '# kernel:' header, else cpu)");
   cmd->add_option("--invariants", invariants, "Comma-separated invariant codes, or all")->capture_default_str();
+  static bool sanitize = false;
+  cmd->add_flag("--sanitize", sanitize, "Re-run under compute-sanitizer (memcheck, then racecheck); needs a CUDA kernel");
   cmd->callback([&exit_code] {
+    if (sanitize) {
+      const std::string sanitizer = find_compute_sanitizer();
+      for (const auto& path : files) {
+        std::string k = kernel_arg;
+        if (k.empty()) {
+          std::ifstream in(path);
+          std::stringstream ss;
+          ss << in.rdbuf();
+          k = kernel_named_in(ss.str());
+        }
+        const auto& reg = kernel_registry();
+        const bool cuda = std::any_of(reg.begin(), reg.end(), [&](const KernelEntry& e) { return e.name == k && e.kind == KernelKind::kCuda; });
+        if (!cuda)
+          throw InputError(fmt::format("--sanitize: kernel '{}' is not a CUDA kernel (compute-sanitizer checks device memory; "
+                                       "use --kernel cuda on a build with CUDA)", k.empty() ? "cpu" : k));
+      }
+      if (sanitizer.empty())
+        throw InputError("--sanitize: compute-sanitizer not found on PATH or in /usr/local/cuda/bin (it ships with the CUDA Toolkit)");
+      int worst = 0;
+      for (const char* tool : {"memcheck", "racecheck"}) {
+        for (const auto& path : files) {
+          std::vector<std::string> args = {path, "--invariants", invariants, "--max-case-bytes", std::to_string(global_options().max_case_bytes)};
+          if (!kernel_arg.empty()) args.insert(args.end(), {"--kernel", kernel_arg});
+          const int rc = run_under_sanitizer(sanitizer, tool, args);
+          // 3 = the sanitizer found errors; 1 = a check failed; both fail the replay.
+          if (rc != 0) worst = std::max(worst, rc == 2 ? 2 : 1);
+        }
+      }
+      exit_code = worst;
+      return;
+    }
     int failed = 0;
     for (const auto& path : files) {
       const CaseRecipe r = parse_recipe_file(path, global_options().max_case_bytes);

@@ -12,5 +12,7 @@ void add_check_command(CLI::App& app, int& exit_code);
 void add_replay_command(CLI::App& app, int& exit_code);
 void add_mutants_command(CLI::App& app, int& exit_code);
 void add_drift_command(CLI::App& app, int& exit_code);
+void add_shrink_command(CLI::App& app, int& exit_code);
+void add_campaign_command(CLI::App& app, int& exit_code);
 
 }  // namespace moefuzz::cli

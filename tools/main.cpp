@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   moefuzz::cli::add_replay_command(app, exit_code);
   moefuzz::cli::add_mutants_command(app, exit_code);
   moefuzz::cli::add_drift_command(app, exit_code);
+  moefuzz::cli::add_shrink_command(app, exit_code);
+  moefuzz::cli::add_campaign_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -6,6 +6,7 @@
 // the way a GPU epilogue stores; the Z9 mutant forgets the N mask and stores whole tiles.
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -17,11 +18,16 @@
 namespace moefuzz::cpu {
 namespace {
 
-// bf16 by truncation toward zero (the Z13 mutant's accumulator conversion: `bits >> 16`).
-float truncate_to_bf16(float x) {
+// The Z13 mutant's hand-written bf16 conversion `(bits + 0x7FFF) >> 16`: round to nearest, but the
+// missing `+ ((bits >> 16) & 1)` makes exact ties go toward zero instead of to even. It equals RNE
+// everywhere but at ties, where it always shrinks the magnitude: each output stays within the
+// single-call bound (a tie is admissible both ways), yet the error is biased, and sums of bf16
+// terms hit ties often (DRIFT).
+float bf16_ties_toward_zero(float x) {
+  if (!std::isfinite(x)) return round_to_bf16(x);
   uint32_t b;
   std::memcpy(&b, &x, 4);
-  b &= 0xFFFF0000u;
+  b = (b + 0x7FFFu) & 0xFFFF0000u;
   std::memcpy(&x, &b, 4);
   return x;
 }
@@ -57,7 +63,10 @@ void cpu_combine(std::span<const float> gemm2, const RoutingDecision& route, std
             if (seen) continue;
           }
           const float w = route.weights[t * S + s];
-          const float y = gemm2[(t * S + s) * H + h];
+          float y = gemm2[(t * S + s) * H + h];
+          // WEIGHT1 mutant: the GEMM2 epilogue already multiplied w (SGLang MUL_ROUTED_WEIGHT, a bf16
+          // store) and the weighted sum-reduce multiplies it again.
+          if (cfg.dev.weight_applied_twice) y = round_to_bf16(w * y);
           float term;
           switch (cfg.combine) {
             case CombineAccum::kBf16Products: term = round_to_bf16(y * round_to_bf16(w)); break;
@@ -66,12 +75,13 @@ void cpu_combine(std::span<const float> gemm2, const RoutingDecision& route, std
           }
           if (t == racy_token && s == S - 1) acc = term;  // Z6
           else acc = acc + term;
-          if (cfg.dev.bf16_truncated_products) acc = truncate_to_bf16(acc);  // Z13
           if (cfg.combine == CombineAccum::kBf16Atomics) acc = round_to_bf16(acc);
         }
         if (cfg.combine_applies_rsf) acc = acc * cfg.rsf;
-        float routed = cfg.bf16_output ? round_to_bf16(acc) : acc;
-        if (has_shared) routed = cfg.bf16_output ? round_to_bf16(routed + shared[t * H + h]) : routed + shared[t * H + h];
+        // Z13: the output's bf16 conversions done by hand with ties toward zero.
+        const auto to_bf16 = cfg.dev.bf16_truncated_products ? bf16_ties_toward_zero : round_to_bf16;
+        float routed = cfg.bf16_output ? to_bf16(acc) : acc;
+        if (has_shared) routed = cfg.bf16_output ? to_bf16(routed + shared[t * H + h]) : routed + shared[t * H + h];
         scratch[j] = routed;
       }
       const int64_t store = cfg.dev.store_tile_overhang ? tile : width;  // Z9: no N mask

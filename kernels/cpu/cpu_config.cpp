@@ -33,10 +33,10 @@ CpuConfig make_cpu_config(const CaseRecipe& r, const Profile& p, const RunOption
   // The profile, never the recipe's flag, says where rsf goes (oracles/routing_ref.h).
   c.topk_applies_rsf = p.rsf_in_topk;
   c.combine_applies_rsf = !p.rsf_in_topk;
-  // A profile epsilon of 0 (DeepSeek reference) would turn an all-underflowed sigmoid row into 0/0;
-  // a correct kernel must stay finite (FINITE), so 0 means the production value 1e-20 (SPEC.md §2.1,
-  // FlashInfer/trtllm-gen mSumEpsilon), which leaves every sum >= 2^-66 unchanged.
-  c.renorm_epsilon = p.renorm_epsilon > 0 ? static_cast<float>(p.renorm_epsilon) : 1e-20f;
+  // The profile's epsilon exactly (an fp32 1e-20 would move every sum below ~2^-42 by eps/(sum+eps),
+  // visible against a 0-epsilon contract: found by zero-fp, hash sigmoid sums of 1.5e-19). The
+  // all-underflowed row of a 0-epsilon profile is handled in cpu_routing.cpp.
+  c.renorm_epsilon = static_cast<float>(p.renorm_epsilon);
   c.weights_bf16 = p.routing_weight_dtype == WeightDtype::kBf16;
   c.shared_fusion = r.routing.shared_fusion;
   c.shared_weight_inv_rsf = p.shared_fused_weight_inv_rsf;

@@ -23,6 +23,7 @@
 #include "core/e4m3.h"
 #include "core/errors.h"
 #include "kernels/cpu/cpu_stages.h"
+#include "kernels/cpu/deviation_hooks.h"
 #include "kernels/cpu/index_math.h"
 #include "kernels/cpu/parallel.h"
 
@@ -99,8 +100,10 @@ void dot_tile(const ActRow& a, const WeightTile& w, int64_t K, int64_t nt, const
         const float* wj = w.codes.data() + (kb * 16 + j) * nt;
         for (int64_t n = 0; n < nt; ++n) p[n] += xj * wj[n];
       }
-      const float sa = a.s[kb];
-      const float* sw = w.scales.data() + kb * nt;
+      // TACTIC mutant: tactic 1 reads its 64-K tile's first block scale for all four blocks.
+      const int64_t sb = cfg.dev.tactic1_group_scale && cfg.tactic == 1 ? g0 : kb;
+      const float sa = a.s[sb];
+      const float* sw = w.scales.data() + sb * nt;
       for (int64_t n = 0; n < nt; ++n) part[n] += p[n] * (sa * sw[n]);
     }
     // Tactic 0: part is the single block term (0 + term is exact), so this is acc += term.
@@ -177,7 +180,11 @@ std::vector<float> cpu_gemm1(const Case& c, const RoutingDecision& route, const 
     if (by_expert[e].empty()) return;
     const ExpertWeights& ew = c.experts[e];
     const ExpertWeights& scale_src = c.experts[cfg.dev.expert0_weight_scales ? 0 : e];  // Z12
-    const float a_d = fc1_input ? act_dequant_scale(c.a1_scale, e) : 1.0f;
+    // Z7: packed w13 found at int32 byte offset e * (2I x H/2) of one arena (wrong expert past 2^31).
+    const ExpertWeights& packed_src = c.experts[arena_expert(e, I * H, total, cfg.dev.int32_expert_offset)];
+    float a_d = fc1_input ? act_dequant_scale(c.a1_scale, e) : 1.0f;
+    if (fc1_input && cfg.dev.dynamic_act_scale)  // BATCH mutant: dequantize with its dynamic scale
+      if (const float d = dynamic_batch_act_scale(c.hidden); d > 0) a_d = 1.0f / d;
     const float alpha_gate = a_d * ew.gate.global_dequant;
     const float alpha_up = a_d * (cfg.dev.up_uses_gate_global ? ew.gate.global_dequant : ew.up.global_dequant);  // Z11
     auto load = [&](int64_t r, ActRow& a) {
@@ -187,7 +194,7 @@ std::vector<float> cpu_gemm1(const Case& c, const RoutingDecision& route, const 
     const bool up_first = cfg.w13_order == W13Order::kUpGate;
     for (int half = 0; half < 2; ++half) {
       const bool is_up = (half == 0) == up_first;
-      expert_matmul(by_expert[e], is_up ? ew.up : ew.gate, is_up ? scale_src.up : scale_src.gate,
+      expert_matmul(by_expert[e], is_up ? packed_src.up : packed_src.gate, is_up ? scale_src.up : scale_src.gate,
                     is_up ? alpha_up : alpha_gate, load, 2 * I, is_up ? I : 0, cfg.bf16_after_gemm1, cfg, lut, out);
     }
   });

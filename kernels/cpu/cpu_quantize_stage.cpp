@@ -1,11 +1,13 @@
 // The two activation-quantization stages (SPEC.md §3.2 input, §3.4 FC2 input): one NVFP4 row per
 // expanded row, quantized with that row's expert's global scale.
+#include <algorithm>
 #include <vector>
 
 #include "core/bf16.h"
 #include "core/errors.h"
 #include "kernels/cpu/cpu_quantizer.h"
 #include "kernels/cpu/cpu_stages.h"
+#include "kernels/cpu/deviation_hooks.h"
 #include "kernels/cpu/parallel.h"
 
 namespace moefuzz::cpu {
@@ -59,8 +61,10 @@ std::optional<QuantizedRows> cpu_quantize_activations(const Case& c, const Routi
   if (static_cast<int64_t>(c.hidden.size()) != cfg.tokens * H) throw InputError("hidden size does not match [T, H]");
   std::vector<float> x(c.hidden.size());
   for (size_t i = 0; i < x.size(); ++i) x[i] = bf16_to_float(c.hidden[i]);
-  QuantizedRows q = quantize_rows(route, H, scales_per_expert(c, c.a1_scale, "a1_scale"), cfg,
-                                  [&](int64_t r) { return x.data() + (r / route.slots) * H; });
+  std::vector<float> s_q = scales_per_expert(c, c.a1_scale, "a1_scale");
+  if (cfg.dev.dynamic_act_scale)  // BATCH mutant: the batch's amax decides every token's scale
+    if (const float d = dynamic_batch_act_scale(c.hidden); d > 0) std::fill(s_q.begin(), s_q.end(), d);
+  QuantizedRows q = quantize_rows(route, H, s_q, cfg, [&](int64_t r) { return x.data() + (r / route.slots) * H; });
   if (cfg.dev.writes_input) {
     // CANARY mutant: an "in-place" prologue that stores each token's first element back into the
     // caller's input tensor, negated (the kernel was handed a const input).

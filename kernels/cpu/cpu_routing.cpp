@@ -126,7 +126,11 @@ RoutingDecision cpu_route(const Case& c, const CpuConfig& cfg) {
     if (cfg.renormalize) {
       const float eps = cfg.dev.no_renorm_epsilon ? 0.0f : cfg.renorm_epsilon;  // Z5
       const float denom = sum + eps;
-      for (int64_t s = 0; s < k; ++s) w[s] = w[s] / denom;
+      // Every selected score underflowed under a 0-epsilon profile: 0/0. The weights are then
+      // unspecified (the routing oracle leaves them unconstrained in [0, scale]) but must be finite
+      // (FINITE, STRUCT; BUGZOO Z5 is the kernel that divides anyway), so they are 0.
+      const bool all_underflowed = denom == 0.0f && !cfg.dev.no_renorm_epsilon;
+      for (int64_t s = 0; s < k; ++s) w[s] = all_underflowed ? 0.0f : w[s] / denom;
     }
     if (cfg.topk_applies_rsf)
       for (int64_t s = 0; s < k; ++s) w[s] *= cfg.rsf;

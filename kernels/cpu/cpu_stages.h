@@ -54,7 +54,7 @@ struct CpuDeviation {
   bool swizzle_tail_transposed = false;   // Z10: partial last 128-row scale tile read transposed
   bool up_uses_gate_global = false;       // Z11: up half dequantized with the gate's global scale
   bool expert0_weight_scales = false;     // Z12: every expert reads expert 0's block scales
-  bool bf16_truncated_products = false;   // Z13: combine accumulator truncated to bf16 (fp32 meant)
+  bool bf16_truncated_products = false;   // Z13: output bf16 conversion `(bits + 0x7FFF) >> 16` (ties toward zero)
   bool nibble_order_swapped = false;      // format: quantizer packs element 0 in the HIGH nibble
   bool e4m3_truncate = false;             // format: E4M3 block scale truncated instead of RNE
   bool e2m1_ties_away = false;            // format: E2M1 ties rounded away from zero
@@ -62,6 +62,10 @@ struct CpuDeviation {
   bool negative_zero_nonzero = false;     // format: code 0x8 decoded as -0.5 instead of -0
   bool accumulate_into_output = false;    // CANARY: adds into the output buffer without clearing it
   bool writes_input = false;              // CANARY: writes the quantized activations back into hidden
+  bool int32_expert_offset = false;       // Z7: flat weight arena indexed by int32 `e * stride` bytes
+  bool weight_applied_twice = false;      // WEIGHT1: w in the GEMM2 epilogue AND in the weighted sum
+  bool dynamic_act_scale = false;         // BATCH: FC1 input global scale from the batch's amax
+  bool tactic1_group_scale = false;       // TACTIC: tactic 1 uses its K tile's first block scale for all 4
 };
 
 // Everything a stage needs to know, as plain data (derived once per run).

@@ -28,7 +28,7 @@ __global__ void combine_kernel(PipelineConfig cfg, DeviceBuffers b) {
                            : __fmul_rn(w, y);
     acc = __fadd_rn(acc, term);
   }
-  if (!cfg.rsf_in_topk) acc = __fmul_rn(acc, cfg.rsf);
+  if (!cfg.rsf_in_topk || (cfg.deviation & kDevRsfTwice)) acc = __fmul_rn(acc, cfg.rsf);
   float out = bf16_bits_to_float(float_to_bf16_bits(acc));
   for (int64_t s = routed; s < S; ++s) {
     const int64_t row = b.pair_row[t * S + s];

@@ -44,11 +44,11 @@ const Profile& claimed_profile() {
 
 class CudaKernel final : public Kernel {
  public:
-  std::string name() const override { return "cuda"; }
+  explicit CudaKernel(CudaKernelSpec spec) : spec_(std::move(spec)) {}
+  std::string name() const override { return spec_.name; }
   std::string profile() const override { return kProfileName; }
-  std::string description() const override {
-    return "CUDA pipeline: warp top-k routing, NVFP4 quantization (software E2M1), mma.sync bf16 grouped GEMMs";
-  }
+  std::string description() const override { return spec_.description; }
+  std::vector<std::string> expected_killers() const override { return spec_.killers; }
   KernelClaims claims() const override {
     return {.deterministic = true, .batch_invariant = true, .tactics = cuda::kNumTactics};
   }
@@ -61,7 +61,8 @@ class CudaKernel final : public Kernel {
     const CaseRecipe& r = c.recipe;
     const std::string why = supports(r);
     if (!why.empty()) throw InputError(why);
-    const cuda::PipelineConfig cfg = cuda::config_for(r, claimed_profile(), opts.tactic);
+    cuda::PipelineConfig cfg = cuda::config_for(r, claimed_profile(), opts.tactic);
+    cfg.deviation = spec_.deviation;
     cuda::MoePipeline p(cfg);
     p.upload_case(c);
     p.run();
@@ -123,15 +124,20 @@ class CudaKernel final : public Kernel {
       out.shared_output = widen(p.download_gemm2_rows(shared_rows));
     }
   }
+
+ private:
+  CudaKernelSpec spec_;
 };
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_cuda_kernel() { return std::make_unique<CudaKernel>(); }
+std::unique_ptr<Kernel> make_cuda_kernel(CudaKernelSpec spec) { return std::make_unique<CudaKernel>(std::move(spec)); }
+std::unique_ptr<Kernel> make_cuda_kernel() { return make_cuda_kernel(CudaKernelSpec{}); }
 const Profile& cuda_kernel_profile() { return claimed_profile(); }
 
 void add_cuda_kernels(std::vector<KernelEntry>& out) {
   out.push_back({"cuda", KernelKind::kCuda, [] { return make_cuda_kernel(); }});
+  add_cuda_mutants(out);  // cuda_mutants.cpp
 }
 
 }  // namespace moefuzz

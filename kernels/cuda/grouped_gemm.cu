@@ -42,7 +42,15 @@ struct GemmArgs {
   const int32_t* expert_count;   // real rows of each expert (the rest of its segment is padding)
   int64_t n, k;
   int alpha_per_expert;     // 2: GEMM1 halves [0, N/2) and [N/2, N) have their own alpha
+  uint32_t deviation;       // CudaDeviation bits (mutants only; 0 in the `cuda` kernel)
 };
+
+// An element offset as the kernel forms it: int64, or (kDevInt32Offsets mutant) wrapped the way an
+// int32 product would wrap, keeping the low 31 bits so the access stays inside the allocation and
+// the damage is silent garbage, as in BUGZOO Z7's second report.
+__device__ __forceinline__ int64_t elem_offset(int64_t off, uint32_t deviation) {
+  return (deviation & kDevInt32Offsets) ? (off & 0x7FFFFFFF) : off;
+}
 
 __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   asm volatile(
@@ -75,14 +83,16 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_kernel(GemmArgs g) {
   constexpr uint16_t kE2m1Bf16[8] = {0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080, 0x40C0};
   for (int i = threadIdx.x; i < 256 * kLutCopies; i += kThreads) {
     const int byte = i / kLutCopies;
-    const uint32_t lo = kE2m1Bf16[byte & 7] | ((byte & 0x08) ? 0x8000u : 0u);
-    const uint32_t hi = kE2m1Bf16[(byte >> 4) & 7] | ((byte & 0x80) ? 0x8000u : 0u);
+    const int first = (g.deviation & kDevNibbleSwap) ? (byte >> 4) : byte;  // element 0: low nibble
+    const int second = (g.deviation & kDevNibbleSwap) ? byte : (byte >> 4);
+    const uint32_t lo = kE2m1Bf16[first & 7] | ((first & 0x08) ? 0x8000u : 0u);
+    const uint32_t hi = kE2m1Bf16[second & 7] | ((second & 0x08) ? 0x8000u : 0u);
     lut[i] = lo | (hi << 16);
   }
   __syncthreads();
 
   const int64_t K = g.k, N = g.n, kb_count = K / 16, chunks = (kb_count + 3) / 4;
-  const uint8_t* w_e = g.w + static_cast<int64_t>(expert) * N * (K / 2);
+  const uint8_t* w_e = g.w + elem_offset(static_cast<int64_t>(expert) * N * (K / 2), g.deviation);
   const uint8_t* sf_e = g.w_sf + static_cast<int64_t>(expert) * sf_bytes_128x4(N, kb_count);
 
   for (int step = 0; step < kBlockSteps; ++step) {
@@ -114,7 +124,7 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_kernel(GemmArgs g) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int64_t arow = row0 + 16 * m + 8 * h + group;
-          const uint4* src = reinterpret_cast<const uint4*>(g.a + arow * K + kb * 16);
+          const uint4* src = reinterpret_cast<const uint4*>(g.a + elem_offset(arow * K, g.deviation) + kb * 16);
           const bool load = valid && arow < real_end;
           araw[m][h][0] = load ? src[0] : make_uint4(0, 0, 0, 0);
           araw[m][h][1] = load ? src[1] : make_uint4(0, 0, 0, 0);
@@ -173,7 +183,7 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_kernel(GemmArgs g) {
       const float alpha = g.alpha[static_cast<int64_t>(expert) * g.alpha_per_expert + which];
       const uint32_t lo = float_to_bf16_bits(__fmul_rn(alpha, v[0]));
       const uint32_t hi = float_to_bf16_bits(__fmul_rn(alpha, v[1]));
-      *reinterpret_cast<uint32_t*>(g.out + row * N + col) = lo | (hi << 16);
+      *reinterpret_cast<uint32_t*>(g.out + elem_offset(row * N, g.deviation) + col) = lo | (hi << 16);
     }
     __syncthreads();
   }
@@ -195,13 +205,13 @@ void launch_gemm(const PipelineConfig& cfg, const GemmArgs& args, cudaStream_t s
 void launch_gemm1(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s) {
   launch_gemm(cfg, GemmArgs{b.a1_dq, b.w13, b.w13_sf, b.alpha1, b.g1, b.tile_expert, b.num_tiles, b.expert_offset,
                             b.expert_count, 2 * cfg.inter,
-                            cfg.hidden, 2},
+                            cfg.hidden, 2, cfg.deviation},
               s);
 }
 
 void launch_gemm2(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s) {
   launch_gemm(cfg, GemmArgs{b.a2_dq, b.w2, b.w2_sf, b.alpha2, b.y, b.tile_expert, b.num_tiles, b.expert_offset,
-                            b.expert_count, cfg.hidden, cfg.inter, 1},
+                            b.expert_count, cfg.hidden, cfg.inter, 1, cfg.deviation},
               s);
 }
 

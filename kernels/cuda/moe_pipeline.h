@@ -40,6 +40,17 @@ inline constexpr int kNumTactics = 2;
 inline constexpr Tactic kTactics[kNumTactics] = {{16}, {64}};
 inline constexpr int kMaxRowsPerTile = 64;
 
+// Deliberate CUDA-side bugs for the `cuda-mutant/...` kernels (cuda_mutants.cpp): each flag is a
+// small deviation of the real device code, never a copy, so the invariants that must kill it are
+// exercised on the GPU path itself. 0 in the `cuda` kernel.
+enum CudaDeviation : uint32_t {
+  kDevNone = 0,
+  kDevRsfTwice = 1u << 0,      // BUGZOO Z1: rsf applied in top-k AND again in the combine (x s^2)
+  kDevInt32Offsets = 1u << 1,  // BUGZOO Z7: GEMM expert/row element offsets formed in int32; the
+                               // mutant keeps the low 31 bits (lands at the wrapped offset, no fault)
+  kDevNibbleSwap = 1u << 2,    // GEMM weight decode reads the HIGH nibble as element 0
+};
+
 struct PipelineConfig {
   int64_t tokens = 0, hidden = 0, inter = 0, experts = 0, top_k = 0;
   int64_t n_group = 1, topk_group = 1;
@@ -61,6 +72,7 @@ struct PipelineConfig {
   float swiglu_limit = 0, swiglu_alpha = 1, swiglu_beta = 0;
   bool swiglu_clamped = false;
   int tactic = 0;
+  uint32_t deviation = kDevNone;  // CudaDeviation bits (mutants only)
 
   MOEFUZZ_HOST_DEVICE int64_t routed_slots() const { return top_k + fused_shared; }       // slots visible in LayerResult
   MOEFUZZ_HOST_DEVICE int64_t all_slots() const { return routed_slots() + separate_shared; }

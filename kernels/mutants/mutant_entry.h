@@ -38,5 +38,6 @@ void add_combine_mutants(std::vector<KernelEntry>& out);
 void add_memory_mutants(std::vector<KernelEntry>& out);
 void add_weight_scale_mutants(std::vector<KernelEntry>& out);
 void add_format_mutants(std::vector<KernelEntry>& out);
+void add_execution_mutants(std::vector<KernelEntry>& out);
 
 }  // namespace moefuzz::mutants

@@ -10,6 +10,7 @@ void add_mutant_kernels(std::vector<KernelEntry>& out) {
   mutants::add_memory_mutants(out);
   mutants::add_weight_scale_mutants(out);
   mutants::add_format_mutants(out);
+  mutants::add_execution_mutants(out);
 }
 
 }  // namespace moefuzz

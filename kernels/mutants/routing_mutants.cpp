@@ -10,7 +10,15 @@ void add_routing_mutants(std::vector<KernelEntry>& out) {
                              {"STRUCT", "ORACLE"}, [](cpu::CpuConfig& c) { c.dev.group_mask_zero = true; }));
   // BUGZOO Z4 (SGLang #35160): renormalize=False returned the raw logits as weights.
   out.push_back(mutant_entry("mutant/z4-raw-logit-weights", "BUGZOO Z4: renormalize=false returns raw logits as weights",
-                             {"STRUCT", "PARAM", "ORACLE"}, [](cpu::CpuConfig& c) { c.dev.raw_scores_without_renorm = true; }));
+                             {"STRUCT", "SHIFT", "ORACLE"}, [](cpu::CpuConfig& c) { c.dev.raw_scores_without_renorm = true; }));
+  // BUGZOO "flag products unchecked": a runner that always renormalizes, ignoring renormalize=false -
+  // invisible to every test that only runs renormalize=true. Its weights are inadmissible, which
+  // ORACLE reports; PARAM and WEIGHT1 compare admitted runs only and defer to it (the swiglu-limit
+  // mutant gives PARAM its teeth).
+  out.push_back(mutant_entry("mutant/renormalize-ignored", "flags: renormalize=false ignored (weights always renormalized)",
+                             {"ORACLE"}, [](cpu::CpuConfig& c) {
+                               if (c.mode != RoutingMode::kHash) c.renormalize = true;
+                             }));
   // BUGZOO Z5 (FlashInfer #3803): no epsilon in w / sum -> 0/0 NaN when every selected sigmoid underflows.
   out.push_back(mutant_entry("mutant/z5-no-renorm-epsilon", "BUGZOO Z5: renormalization without epsilon (0/0 NaN on underflow)",
                              {"FINITE", "ORACLE"}, [](cpu::CpuConfig& c) { c.dev.no_renorm_epsilon = true; }));

@@ -5,14 +5,26 @@
 #include <algorithm>
 
 #include "core/errors.h"
+#include "core/recipe_text.h"
 #include "core/rng.h"
 
 namespace moefuzz::gen {
 namespace {
 
+// A uniform choice among `values` that shrinks toward the first one (the tamest, by convention of
+// every list below). rc::gen::elementOf does not shrink at all, so a failing case would keep its
+// exotic value profile; an index from inRange does shrink toward 0. gen::resize(100, ...) keeps the
+// draw uniform over the whole list at every size (inRange otherwise narrows with the size), and it
+// consumes the random stream exactly as elementOf does (next() % n), so seeds keep their cases.
+template <typename T>
+rc::Gen<T> one_of(std::vector<T> values) {
+  const size_t n = values.size();
+  return rc::gen::map(rc::gen::resize(100, rc::gen::inRange<size_t>(0, n)),
+                      [values = std::move(values)](size_t i) { return values[i]; });
+}
 template <typename E>
 rc::Gen<E> enum_in(std::initializer_list<E> values) {
-  return rc::gen::elementOf(std::vector<E>(values));
+  return one_of(std::vector<E>(values));
 }
 
 struct ModelShape {
@@ -72,13 +84,13 @@ namespace {
 
 // Routing, quantization and SwiGLU knobs common to every shape class.
 void draw_semantics(CaseRecipe& r) {
-  r.routing.renormalize = *rc::gen::element(true, false);
-  r.routing.routed_scaling_factor = *rc::gen::element(1.0, 2.5, 1.5, 16.0, 0.75);
+  r.routing.renormalize = *one_of<bool>({true, false});
+  r.routing.routed_scaling_factor = *one_of<double>({1.0, 2.5, 1.5, 16.0, 0.75});
   r.routing.scale_placement = *enum_in({ScalePlacement::kTopK, ScalePlacement::kCombine});
-  r.routing.correction_bias = *rc::gen::element(true, false);
+  r.routing.correction_bias = *one_of<bool>({true, false});
   r.quant.activations = *enum_in({ActivationFormat::kNvfp4, ActivationFormat::kBf16});
   r.quant.act_scales = *enum_in({ActScaleMode::kGlobal, ActScaleMode::kPerExpert});
-  r.quant.gate_up_scale_ratio = *rc::gen::element(1.0, 0.125, 4.0, 0.37);
+  r.quant.gate_up_scale_ratio = *one_of<double>({1.0, 0.125, 4.0, 0.37});
   const int swiglu = *rc::gen::inRange(0, 4);
   if (swiglu == 1) r.swiglu.limit = 10.0;
   if (swiglu == 2) { r.swiglu.limit = 1.0; r.swiglu.alpha = 1.702; r.swiglu.beta = 1.0; }
@@ -90,7 +102,7 @@ void draw_routing_shape(CaseRecipe& r, int64_t max_experts, int64_t max_k) {
   r.routing.mode = *enum_in({RoutingMode::kSoftmax, RoutingMode::kSigmoidGrouped, RoutingMode::kHash});
   Shape& s = r.shape;
   if (r.routing.mode == RoutingMode::kSigmoidGrouped) {
-    s.n_group = *rc::gen::element<int64_t>(1, 2, 4, 8);
+    s.n_group = *one_of<int64_t>({1, 2, 4, 8});
     const int64_t per_group = *rc::gen::inRange<int64_t>(1, std::max<int64_t>(2, max_experts / s.n_group + 1));
     s.experts = s.n_group * per_group;
     s.topk_group = *rc::gen::inRange<int64_t>(1, s.n_group + 1);
@@ -111,16 +123,16 @@ void draw_routing_shape(CaseRecipe& r, int64_t max_experts, int64_t max_k) {
 
 rc::Gen<CaseRecipe> recipe(ShapeClass shapes) {
   if (shapes == ShapeClass::kModel)
-    return rc::gen::mapcat(rc::gen::elementOf(model_names()), [](const std::string& n) { return model(n); });
+    return rc::gen::mapcat(one_of(model_names()), [](const std::string& n) { return model(n); });
   return rc::gen::exec([shapes] {
     CaseRecipe r;
     const bool small = shapes == ShapeClass::kSmall, medium = shapes == ShapeClass::kMedium;
     draw_routing_shape(r, small ? 32 : medium ? 64 : 256, 8);
-    r.shape.tokens = small ? *rc::gen::inRange<int64_t>(1, 41) : *rc::gen::elementOf(kBoundaryTokens);
+    r.shape.tokens = small ? *rc::gen::inRange<int64_t>(1, 41) : *one_of(kBoundaryTokens);
     r.shape.hidden = 16 * (small ? *rc::gen::inRange<int64_t>(1, 17) : medium ? *rc::gen::inRange<int64_t>(1, 65)
-                                                                               : *rc::gen::element<int64_t>(128, 256, 448));
+                                                                               : *one_of<int64_t>({128, 256, 448}));
     r.shape.inter = 16 * (small ? *rc::gen::inRange<int64_t>(1, 9) : medium ? *rc::gen::inRange<int64_t>(1, 33)
-                                                                             : *rc::gen::element<int64_t>(64, 116, 128));
+                                                                             : *one_of<int64_t>({64, 116, 128}));
     draw_semantics(r);
     return r;
   });
@@ -145,7 +157,12 @@ rc::Gen<CaseRecipe> model(std::string_view name) {
     r.routing.routed_scaling_factor = m.rsf;
     r.swiglu = Swiglu{};
     r.swiglu.limit = m.swiglu_limit;
-    r.routing.shared_fusion = m.shape.shared_experts > 0 ? r.routing.shared_fusion : SharedFusion::kSeparate;
+    // Production serves both shared-expert placements (SGLang fuses the shared expert into an extra
+    // top-k slot, others add it after the routed sum): draw either where the model has one.
+    r.routing.shared_fusion = m.shape.shared_experts > 0 ? *enum_in({SharedFusion::kSeparate, SharedFusion::kFused})
+                                                         : SharedFusion::kSeparate;
+    // DeepSeek-V3's noaux_tc routing always adds e_score_correction_bias (SPEC.md §2.1).
+    if (m.mode == RoutingMode::kSigmoidGrouped) r.routing.correction_bias = true;
     if (m.mode == RoutingMode::kHash) r.values.table = TableProfile::kDuplicates;
     return r;
   });
@@ -166,3 +183,7 @@ CaseRecipe sample(const rc::Gen<CaseRecipe>& g, uint64_t seed, uint64_t index, i
 }
 
 }  // namespace moefuzz::gen
+
+namespace moefuzz {
+void showValue(const CaseRecipe& r, std::ostream& os) { os << "\n" << to_text(r); }
+}  // namespace moefuzz

@@ -9,6 +9,7 @@
 //   moefuzz::CaseRecipe r = moefuzz::gen::sample(moefuzz::gen::recipe(kSmall), /*seed=*/7, /*index=*/3);
 #include <rapidcheck.h>
 
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -38,3 +39,9 @@ rc::Gen<CaseRecipe> recipe_for(std::string_view shapes);
 CaseRecipe sample(const rc::Gen<CaseRecipe>& g, uint64_t seed, uint64_t index, int size = 50);
 
 }  // namespace moefuzz::gen
+
+namespace moefuzz {
+// How RapidCheck prints a counterexample (found by argument-dependent lookup, hence in namespace
+// moefuzz): the recipe text (core/recipe_text.h), ready to save as a .moefuzz file and replay.
+void showValue(const CaseRecipe& r, std::ostream& os);
+}  // namespace moefuzz

@@ -49,9 +49,13 @@ Invariant make_shift_invariant() {
     const LayerResult& r = ctx.baseline();
     const RoutingCheck ca = check_routing(c, ctx.profile(), r.routing);
     const RoutingCheck cb = check_routing(shifted, ctx.profile(), rs.routing);
-    if (ca.verdict.failed() || cb.verdict.failed())
-      return Verdict::skip("SHIFT", "the oracle rejected a routing decision (ORACLE reports it)");
+    // A rejected routing (weights out of their bounds) is still compared: the relation needs only
+    // the two runs and the weight bounds, which exist either way; a correct kernel is never rejected.
     const int64_t T = r.routing.tokens, S = r.routing.slots;
+    const size_t n = static_cast<size_t>(T * S);
+    if (rs.routing.tokens != T || rs.routing.slots != S || r.routing.ids.size() != n || rs.routing.ids.size() != n ||
+        r.routing.weights.size() != n || rs.routing.weights.size() != n || ca.near_tie.size() != static_cast<size_t>(T))
+      return Verdict::skip("SHIFT", "routing output has the wrong shape (STRUCT reports it)");
     Side a, b;  // the weights of both runs, matched by expert id, with the oracle's weight expectations
     for (int64_t t = 0; t < T; ++t) {
       if (ca.near_tie[static_cast<size_t>(t)] || cb.near_tie[static_cast<size_t>(t)]) continue;  // sets may differ at ties
@@ -92,8 +96,8 @@ Invariant make_weight1_invariant() {
     const Case routed = without_shared_experts(ctx.base_case());
     const LayerResult r0 = ctx.run(routed);
     const auto& sh = routed.recipe.shape;
-    // Lower every unselected logit by 64 (exact: fp32 logits are far above 2^-18 ulp granularity at
-    // the magnitudes generated; checked below) so that their softmax mass vanishes.
+    // Lower every unselected logit by 64 so that their softmax mass vanishes. The lowered logit need
+    // not be exact: f is computed from the fp32 values the kernel actually receives.
     Case lowered = routed;
     std::vector<double> factor(static_cast<size_t>(sh.tokens), 1.0);
     for (int64_t t = 0; t < sh.tokens; ++t) {
@@ -106,7 +110,6 @@ Invariant make_weight1_invariant() {
         z += p;
         if (sel.count(static_cast<int32_t>(e))) { z2 += p; continue; }
         const float y = x - 64.0f;
-        if (static_cast<double>(y) != static_cast<double>(x) - 64.0) return Verdict::skip("WEIGHT1", "logit shift not exact");
         x = y;
         z2 += std::exp(static_cast<double>(y) - mx);
       }

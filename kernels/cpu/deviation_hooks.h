@@ -1,0 +1,46 @@
+#pragma once
+// The deviant computations of mutants that need more than a one-line hook at their use site
+// (CpuDeviation in cpu_stages.h says which mutant sets which flag). The correct pipeline never calls
+// these with the flag off; they exist so a mutant's bug is a faithful copy of the real one.
+//
+// Example:
+//   const int64_t read = moefuzz::cpu::arena_expert(e, I * H, experts, cfg.dev.int32_expert_offset);
+//   const ExpertWeights& w = c.experts[read];   // == e unless e * stride crosses 2^31
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "core/bf16.h"
+#include "kernels/cpu/index_math.h"
+
+namespace moefuzz::cpu {
+
+// BUGZOO Z7 (an int32 index product): the kernel finds expert e's packed weights at byte offset
+// e * stride of one flat arena holding every expert back to back. With an int32 product the offset
+// wraps once e * stride >= 2^31; the wrapped (negative) offset lands elsewhere in the large
+// allocation - modelled, memory-safely, as that offset reduced modulo the arena - so the kernel
+// silently reads another expert's weights there and only there. Returns the expert actually read.
+inline int64_t arena_expert(int64_t e, int64_t stride_bytes, int64_t experts, bool int32_product) {
+  if (!int32_product || stride_bytes <= 0 || experts <= 0) return e;
+  const int64_t off = expanded_row_offset(e, stride_bytes, /*int32_product=*/true);
+  if (off == e * stride_bytes) return e;
+  const int64_t arena = experts * stride_bytes;
+  const int64_t in_arena = ((off % arena) + arena) % arena;
+  return in_arena / stride_bytes;
+}
+
+// BATCH mutant: a per-batch dynamic FC1 input scale (S_q = 448 * 6 / amax over the whole batch, the
+// usual NVFP4 global scale) where the recipe specifies a static one. Quantization and dequantization
+// use it consistently, so a single call stays close to the math, but a token's codes now depend on
+// the other tokens of the batch. Returns 0 when the batch is all zero (the caller keeps the static scale).
+inline float dynamic_batch_act_scale(const std::vector<uint16_t>& hidden) {
+  float amax = 0;
+  for (uint16_t b : hidden) {
+    const float v = std::fabs(bf16_to_float(b));
+    if (std::isfinite(v)) amax = std::max(amax, v);
+  }
+  return amax > 0 ? 448.0f * 6.0f / amax : 0.0f;
+}
+
+}  // namespace moefuzz::cpu

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Fuzzing CI gate (docs/fuzzing.md): build the fuzz preset (clang, libFuzzer, ASan + UBSan), replay
+# every corpus under the sanitizers, fuzz each target briefly on the correct `cpu` kernel (zero
+# findings allowed), and require moe_layer_fuzzer to find the BUGZOO Z1 mutant (routed scale applied
+# twice) within a time limit. Exit 0 on success, 1 on any failure.
+#   MOEFUZZ_FUZZ_CI_SECONDS       seconds per target on `cpu` (default 20)
+#   MOEFUZZ_FUZZ_CI_KILL_SECONDS  time limit to find mutant/z1-rsf-twice (default 60)
+#   MOEFUZZ_FUZZ_CI_JOBS          build jobs and concurrent fuzz runs (default 2)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+secs="${MOEFUZZ_FUZZ_CI_SECONDS:-20}"
+kill_secs="${MOEFUZZ_FUZZ_CI_KILL_SECONDS:-60}"
+jobs="${MOEFUZZ_FUZZ_CI_JOBS:-2}"
+targets=(recipe_parser_fuzzer nvfp4_fuzzer routing_fuzzer moe_layer_fuzzer)
+start=$SECONDS
+stamp() { echo "[fuzz-ci +$((SECONDS - start))s] $*"; }
+
+stamp "configure + build (preset fuzz)"
+cmake --preset fuzz >/dev/null
+build_targets=()
+for t in "${targets[@]}"; do build_targets+=("$t" "${t}_replay"); done
+cmake --build build/fuzz -j"$jobs" --target "${build_targets[@]}" >/dev/null
+bin="$root/build/fuzz/bin"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}"  # leak checks belong to the asan suites
+
+stamp "replay corpora (sanitized)"
+for t in "${targets[@]}"; do
+  extra=()
+  [ "$t" = moe_layer_fuzzer ] && extra=(--regressions "$root/corpora/regressions")
+  "$bin/${t}_replay" "$root/corpora/$t" "${extra[@]}" > "$work/$t.replay.log" 2>&1 ||
+    { cat "$work/$t.replay.log"; stamp "FAIL: replay of corpora/$t"; exit 1; }
+  tail -n 2 "$work/$t.replay.log"
+done
+
+# fuzz TARGET KERNEL SECONDS LOG [SEEDS]: new inputs go to a scratch corpus, never into corpora/.
+fuzz() {
+  local t="$1" kernel="$2" s="$3" log="$4" seeds="${5-$root/corpora/$1}"
+  mkdir -p "$work/$t.corpus.$kernel_tag" "$work/$t.artifacts.$kernel_tag"
+  MOEFUZZ_KERNEL="$kernel" MOEFUZZ_FINDINGS_DIR="$work/$t.artifacts.$kernel_tag" \
+    "$bin/$t" -max_total_time="$s" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
+    -dict="$root/fuzz/$t.dict" -max_len=4096 -artifact_prefix="$work/$t.artifacts.$kernel_tag/" \
+    "$work/$t.corpus.$kernel_tag" $seeds > "$log" 2>&1
+}
+
+stamp "fuzz each target ${secs}s on cpu ($jobs at a time)"
+kernel_tag=cpu
+pids=(); names=(); failed=0
+for t in "${targets[@]}"; do
+  fuzz "$t" cpu "$secs" "$work/$t.cpu.log" &
+  pids+=($!); names+=("$t")
+  if [ "${#pids[@]}" -ge "$jobs" ]; then
+    for i in "${!pids[@]}"; do
+      if ! wait "${pids[$i]}"; then failed=1; echo "== ${names[$i]} on cpu: FINDING"; tail -n 60 "$work/${names[$i]}.cpu.log"; fi
+    done
+    pids=(); names=()
+  fi
+done
+for i in "${!pids[@]}"; do
+  if ! wait "${pids[$i]}"; then failed=1; echo "== ${names[$i]} on cpu: FINDING"; tail -n 60 "$work/${names[$i]}.cpu.log"; fi
+done
+for t in "${targets[@]}"; do
+  printf '  %-22s %s | %s\n' "$t" "$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$work/$t.cpu.log" | grep -o '[0-9]*$') execs" \
+    "$(grep -o 'moefuzz-features: .*' "$work/$t.cpu.log" | tail -n 1)"
+done
+[ "$failed" = 0 ] || { stamp "FAIL: a target found a problem in the correct cpu kernel"; exit 1; }
+
+# From an EMPTY corpus: the seeds alone would kill it, and the point is that fuzzing finds it.
+stamp "moe_layer_fuzzer must find mutant/z1-rsf-twice within ${kill_secs}s (empty corpus)"
+kernel_tag=z1
+t0=$SECONDS
+if fuzz moe_layer_fuzzer mutant/z1-rsf-twice "$kill_secs" "$work/z1.log" ""; then
+  tail -n 20 "$work/z1.log"; stamp "FAIL: mutant/z1-rsf-twice survived ${kill_secs}s of fuzzing"; exit 1
+fi
+grep -q 'CHECK FAILED' "$work/z1.log" || { tail -n 40 "$work/z1.log"; stamp "FAIL: the z1 run crashed without a finding"; exit 1; }
+stamp "z1 found after $((SECONDS - t0))s: $(grep -m1 -o 'check: .*' "$work/z1.log")"
+stamp "PASS"

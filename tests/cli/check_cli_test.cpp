@@ -1,0 +1,209 @@
+// The check-engine commands of the moefuzz CLI, end to end through the built binary
+// (MOEFUZZ_BINARY_DIR/bin/moefuzz): `check` on a correct kernel (exit 0, summary table, valid JSON),
+// `check` on a mutant (exit 1, a finding written atomically with the report banner and a REPRO
+// line), `replay` of that finding (exit 1 with the mutant, 0 with the correct kernel), usage errors
+// (exit 2, one clear message), `mutants` and `drift`.
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr interleaved
+};
+
+// Bounds each child so a hang or a runaway allocation fails the test instead of the machine: the
+// longest command here (mutants with a 2 s budget plus its false-positive sweep) needs well under a
+// minute of CPU and ~100 MiB.
+constexpr rlim_t kChildCpuSeconds = 120;
+
+RunResult run_moefuzz(const std::vector<std::string>& args) {
+  const std::string binary = MOEFUZZ_BINARY_DIR "/bin/moefuzz";
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(binary.c_str()));
+  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  int pipe_fds[2];
+  if (::pipe(pipe_fds) != 0) return {};
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(pipe_fds[1], STDOUT_FILENO);
+    ::dup2(pipe_fds[1], STDERR_FILENO);
+    ::close(pipe_fds[0]);
+    ::close(pipe_fds[1]);
+    const rlimit cpu{kChildCpuSeconds, kChildCpuSeconds};
+    ::setrlimit(RLIMIT_CPU, &cpu);
+    ::execv(binary.c_str(), argv.data());
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  RunResult result;
+  char buf[4096];
+  ssize_t n = 0;
+  while ((n = ::read(pipe_fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
+    if (n > 0) result.output.append(buf, static_cast<size_t>(n));
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return result;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::vector<fs::path> files_in(const fs::path& dir) {
+  std::vector<fs::path> out;
+  if (fs::exists(dir))
+    for (const auto& e : fs::directory_iterator(dir)) out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The Z1-style mutant: routed_scaling_factor applied in the top-k and again in the combine.
+constexpr const char* kMutant = "mutant/z1-rsf-twice";
+
+class CheckCli : public ::testing::Test {
+ protected:
+  fs::path dir_ = fs::path(::testing::TempDir()) / ("check_cli_test_" + std::to_string(::getpid()));
+  void SetUp() override {
+    ASSERT_TRUE(fs::exists(MOEFUZZ_BINARY_DIR "/bin/moefuzz")) << "build the moefuzz target first";
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs check on the mutant once per test and returns its finding's recipe file.
+  fs::path mutant_finding() {
+    const fs::path out = dir_ / "mutant";
+    const RunResult r = run_moefuzz({"check", "--kernel", kMutant, "--cases", "40", "--seed", "1", "--out", out.string()});
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    for (const auto& p : files_in(out))
+      if (p.extension() == ".moefuzz") return p;
+    ADD_FAILURE() << "no finding in " << out << "\n" << r.output;
+    return {};
+  }
+};
+
+TEST_F(CheckCli, CorrectKernelPassesWithSummaryTableAndJson) {
+  const fs::path out = dir_ / "cpu", json = dir_ / "summary.json";
+  const RunResult r =
+      run_moefuzz({"check", "--kernel", "cpu", "--cases", "20", "--seed", "1", "--out", out.string(), "--json", json.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("invariant"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("max err/bound"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("ORACLE"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no findings"), std::string::npos) << r.output;
+  ASSERT_TRUE(fs::exists(json));
+  const nlohmann::json j = nlohmann::json::parse(read_file(json));  // throws (fails) on invalid JSON
+  EXPECT_EQ(j.at("kernel"), "cpu");
+  EXPECT_EQ(j.at("seed"), 1);
+  EXPECT_EQ(j.at("cases"), 20);
+  EXPECT_TRUE(j.at("findings").empty());
+  EXPECT_TRUE(j.at("invariants").contains("ORACLE"));
+  EXPECT_EQ(j.at("invariants").at("ORACLE").at("fail"), 0);
+  EXPECT_TRUE(files_in(out).empty()) << "a passing campaign writes no finding";
+}
+
+TEST_F(CheckCli, SameSeedSameSummary) {
+  const fs::path a = dir_ / "a.json", b = dir_ / "b.json";
+  for (const auto& p : {a, b})
+    run_moefuzz({"check", "--kernel", "cpu", "--cases", "5", "--seed", "9", "--out", (dir_ / "o").string(), "--json", p.string()});
+  nlohmann::json ja = nlohmann::json::parse(read_file(a)), jb = nlohmann::json::parse(read_file(b));
+  ja.erase("seconds");
+  jb.erase("seconds");
+  EXPECT_EQ(ja, jb);
+}
+
+TEST_F(CheckCli, MutantIsCaughtAndItsFindingReplays) {
+  const fs::path recipe = mutant_finding();
+  ASSERT_FALSE(recipe.empty());
+  // Written atomically: the recipe and its report, no temporary left behind.
+  fs::path report = recipe;
+  report.replace_extension(".txt");
+  ASSERT_TRUE(fs::exists(report));
+  for (const auto& p : files_in(recipe.parent_path()))
+    EXPECT_TRUE(p.extension() == ".moefuzz" || p.extension() == ".txt") << "stray file " << p;
+  const std::string text = read_file(report);
+  EXPECT_EQ(text.rfind("==== moefuzz: CHECK FAILED ====", 0), 0u) << text;
+  EXPECT_NE(text.find(std::string("kernel: ") + kMutant), std::string::npos) << text;
+  EXPECT_NE(text.find("REPRO: moefuzz replay " + recipe.string() + " --kernel " + kMutant), std::string::npos) << text;
+  const std::string header = read_file(recipe);
+  EXPECT_NE(header.find(std::string("# kernel: ") + kMutant), std::string::npos);
+  EXPECT_NE(header.find("# REPRO: "), std::string::npos);
+
+  // The file names its kernel: replay without --kernel uses it and fails again.
+  const RunResult again = run_moefuzz({"replay", recipe.string()});
+  EXPECT_EQ(again.exit_code, 1) << again.output;
+  EXPECT_NE(again.output.find("CHECK FAILED"), std::string::npos) << again.output;
+  EXPECT_NE(again.output.find("REPRO:"), std::string::npos) << again.output;
+  const RunResult mutant = run_moefuzz({"replay", recipe.string(), "--kernel", kMutant});
+  EXPECT_EQ(mutant.exit_code, 1) << mutant.output;
+  const RunResult fixed = run_moefuzz({"replay", recipe.string(), "--kernel", "cpu"});
+  EXPECT_EQ(fixed.exit_code, 0) << fixed.output;
+  EXPECT_NE(fixed.output.find("all"), std::string::npos) << fixed.output;
+}
+
+// Usage errors: exit 2 and one message naming what is wrong (no report, no usage dump).
+TEST_F(CheckCli, BadUsageExitsTwoWithOneClearMessage) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{"check", "--kernel", "no-such-kernel", "--cases", "1"}, "no-such-kernel"},
+      {{"check", "--invariants", "NOPE", "--cases", "1"}, "NOPE"},
+      {{"check", "--shapes", "huge", "--cases", "1"}, "huge"},
+      {{"check", "--cases", "-3"}, "--cases"},
+      {{"check", "--bogus-flag"}, "--bogus-flag"},
+      {{"replay", (dir_ / "missing.moefuzz").string()}, "missing.moefuzz"},
+      {{"mutants", "--mutant", "mutant/no-such", "--time", "1"}, "mutant/no-such"},
+      {{"drift", "--mode", "sideways"}, "sideways"},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = run_moefuzz(c.args);
+    SCOPED_TRACE(c.args[0] + " " + c.args[1]);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find(c.says), std::string::npos) << r.output;
+    EXPECT_LE(std::count(r.output.begin(), r.output.end(), '\n'), 3) << "one clear message, not a dump:\n" << r.output;
+    EXPECT_EQ(r.output.find("CHECK FAILED"), std::string::npos) << r.output;
+  }
+}
+
+TEST_F(CheckCli, MutantsRunsTheKillMatrixForOneMutant) {
+  const fs::path json = dir_ / "matrix.json";
+  const RunResult r = run_moefuzz({"mutants", "--mutant", kMutant, "--time", "2", "--correct-cases", "2", "--json", json.string()});
+  // One mutant cannot give every invariant teeth, so the matrix is not green (exit 1); it must run.
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.output;
+  EXPECT_NE(r.output.find(kMutant), std::string::npos) << r.output;
+  ASSERT_TRUE(fs::exists(json));
+  EXPECT_NO_THROW((void)nlohmann::json::parse(read_file(json)));
+}
+
+TEST_F(CheckCli, DriftWritesCsvAndPlot) {
+  const fs::path out = dir_ / "drift";
+  const RunResult r = run_moefuzz({"drift", "--kernel", "cpu", "--layers", "4", "--out", out.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  ASSERT_TRUE(fs::exists(out / "drift.csv")) << r.output;
+  EXPECT_GT(fs::file_size(out / "drift.csv"), 0u);
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) EXPECT_TRUE(fs::exists(out / "drift.svg")) << r.output;
+}
+
+}  // namespace

@@ -1,0 +1,68 @@
+// The kill matrix in CI (ARCHITECTURE.md §6.2: every invariant has teeth). Runs every mutant of the
+// registry against every invariant (targeted campaign, properties/kill_matrix.cpp), plus the correct
+// kernels' false-positive sweep, prints the matrix and asserts it is green: no surviving mutant, no
+// toothless invariant, zero correct-kernel failures.
+//
+// Budget: ~2 minutes on 2 cores. The largest single item is OVF's 2^31 probe for Z7 (a ~3.5 GB case,
+// ~35 s, measured in docs/mutants.md); it is in by default because it fits (< 60 s, < 12 GB).
+// MOEFUZZ_SKIP_OVF_PROBE=1 leaves it out on machines with less memory (Z7 then survives, reported).
+// Longer runs: `moefuzz mutants --time 20 --correct-cases 200`.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include "properties/kill_matrix.h"
+
+namespace moefuzz {
+namespace {
+
+// Mutants no invariant can kill yet, each with the reason; the test fails if one of them starts
+// dying (then remove it here) or if any other mutant survives. docs/mutants.md lists them.
+const std::map<std::string, std::string> kKnownGaps = {};  // none today
+
+bool env_on(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && std::string(v) == "1";
+}
+
+TEST(KillMatrix, GreenWithinBudget) {
+  KillMatrixOptions o;
+  o.seed = 1;
+  o.seconds_per_mutant = 5;      // every mutant dies within a few cases; the budget only bounds a MISS
+  o.max_cases_per_mutant = 200;
+  o.correct_cases = 20;          // per correct kernel (15 of them); the RapidCheck suites sweep more
+  const bool skip_ovf = env_on("MOEFUZZ_SKIP_OVF_PROBE");
+  o.ovf_probe = !skip_ovf;
+  KillMatrix m = run_kill_matrix(o);
+  std::cout << format_kill_matrix(m);
+  if (skip_ovf) {  // Z7 needs the probe: drop it from the verdict, visibly
+    std::erase(m.survivors, std::string("mutant/z7-int32-row-offset"));
+    std::cout << "MOEFUZZ_SKIP_OVF_PROBE=1: Z7 / OVF not judged\n";
+  }
+  for (const auto& row : m.rows) {
+    const bool known = kKnownGaps.count(row.mutant) > 0;
+    if (known) std::cout << "KNOWN GAP " << row.mutant << ": " << kKnownGaps.at(row.mutant) << "\n";
+    EXPECT_EQ(row.killed_as_declared(), !known)
+        << row.mutant << (known ? " is now killed: remove it from kKnownGaps" : " is not killed by any invariant it declares");
+  }
+  EXPECT_TRUE(m.toothless.empty()) << "toothless invariants: " << m.toothless.size();
+  for (const auto& [kernel, failures] : m.correct_failures)
+    EXPECT_EQ(failures, 0) << "correct kernel " << kernel << ": " << m.correct_first_failure[kernel];
+  // Every mutant is killed quickly: cases to the first declared kill stay small.
+  for (const auto& row : m.rows) {
+    int64_t first = -1;
+    for (const auto& inv : row.expected)
+      if (auto it = row.kills.find(inv); it != row.kills.end() && it->second.cases >= 0)
+        first = first < 0 ? it->second.cases : std::min(first, it->second.cases);
+    if (first >= 0) {
+      EXPECT_LE(first, 100) << row.mutant;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace moefuzz
