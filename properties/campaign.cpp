@@ -72,6 +72,7 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     r.profile = profile;
     if (!kernel.supports(r).empty() || !validate(r).empty()) {
       ++s.unsupported;
+      s.last_unsupported = validate(r).empty() ? kernel.supports(r) : validate(r);
       if (++consecutive_unsupported > 10000) {
         log << "moefuzz: the kernel supports none of 10000 consecutive drawn recipes; stopping\n";
         break;

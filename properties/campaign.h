@@ -49,6 +49,7 @@ struct CampaignSummary {
   uint64_t seed = 0;
   int64_t cases = 0;             // checked
   int64_t unsupported = 0;       // drawn but outside the kernel's domain
+  std::string last_unsupported;  // the kernel's reason for the last one (shown when nothing ran)
   double seconds = 0;
   Tallies tallies;
   std::vector<Finding> findings;

@@ -33,8 +33,10 @@ CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& o
     Verdict v;
     try {
       v = inv->check(ctx);
-    } catch (const InputError&) {
-      throw;  // bad input from outside (e.g. a plugin with the wrong ABI) is the caller's to report
+    } catch (const InputError& e) {
+      // The kernel declared this recipe supported and then rejected it: a kernel defect, reported as
+      // a finding rather than ending the campaign (bad outside input is caught before any run).
+      v = Verdict::fail(inv->code, "kernel", std::string("the kernel rejected a recipe it declared supported: ") + e.what());
     } catch (const std::exception& e) {
       v = Verdict::fail(inv->code, "kernel", std::string("the kernel raised: ") + e.what());
     }

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "core/atomic_file.h"
+#include "core/errors.h"
 #include "kernels/registry.h"
 #include "properties/campaign.h"
 #include "tools/commands.h"
@@ -77,6 +78,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
     std::cerr << fmt::format("moefuzz check: kernel {} (profile {}), seed {}, shapes {}\n", a.kernel,
                              a.profile.empty() ? kernel->profile() : a.profile, a.seed, a.shapes);
     const CampaignSummary s = run_campaign(*kernel, o, std::cerr);
+    if (s.cases == 0)  // nothing checked is not a pass (e.g. the cuda kernel on a machine without a GPU)
+      throw InputError(fmt::format("no case was checked: kernel {} supports none of the {} drawn recipes (last reason: {})",
+                                   a.kernel, s.unsupported, s.last_unsupported.empty() ? "time ran out" : s.last_unsupported));
     std::cout << format_summary_table(s);
     if (!s.findings.empty()) std::cout << "findings written to " << o.out_dir << "\n";
     if (!a.json.empty()) write_file_atomically(a.json, summary_json(s).dump(2) + "\n");
