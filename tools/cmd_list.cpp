@@ -6,6 +6,7 @@
 
 #include "core/profile.h"
 #include "kernels/registry.h"
+#include "properties/invariant.h"
 #include "tools/commands.h"
 
 namespace moefuzz::cli {
@@ -28,6 +29,8 @@ void add_list_command(CLI::App& app, int& exit_code) {
     j["profiles"] = nlohmann::json::array();
     for (const auto& p : all_profiles()) j["profiles"].push_back({{"name", p.name}, {"summary", p.summary}});
     j["invariants"] = nlohmann::json::array();
+    for (const auto& inv : invariant_registry())
+      j["invariants"].push_back({{"code", inv.code}, {"description", inv.description}, {"expensive", inv.expensive}});
     if (as_json) {
       std::cout << j.dump(2) << "\n";
     } else {
@@ -39,6 +42,9 @@ void add_list_command(CLI::App& app, int& exit_code) {
       for (const auto& p : j["profiles"])
         std::cout << fmt::format("  {:<22} {}\n", p["name"].get<std::string>(), p["summary"].get<std::string>());
       std::cout << "invariants:\n";
+      for (const auto& i : j["invariants"])
+        std::cout << fmt::format("  {:<8} {}{}\n", i["code"].get<std::string>(), i["description"].get<std::string>(),
+                                 i["expensive"].get<bool>() ? " (large tier)" : "");
     }
     exit_code = 0;
   });

@@ -4,6 +4,8 @@
 // line), `replay` of that finding (exit 1 with the mutant, 0 with the correct kernel), usage errors
 // (exit 2, one clear message), `mutants` and `drift`.
 #include <gtest/gtest.h>
+
+#include "cli/run_moefuzz.h"
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,47 +23,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr interleaved
-};
-
-// Bounds each child so a hang or a runaway allocation fails the test instead of the machine: the
-// longest command here (mutants with a 2 s budget plus its false-positive sweep) needs well under a
-// minute of CPU and ~100 MiB.
+// The longest command here (mutants with a 2 s budget plus its false-positive sweep) needs well
+// under a minute of CPU; no address-space cap (the kill matrix may materialize large cases).
 constexpr rlim_t kChildCpuSeconds = 120;
 
-RunResult run_moefuzz(const std::vector<std::string>& args) {
-  const std::string binary = MOEFUZZ_BINARY_DIR "/bin/moefuzz";
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(binary.c_str()));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  int pipe_fds[2];
-  if (::pipe(pipe_fds) != 0) return {};
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(pipe_fds[1], STDOUT_FILENO);
-    ::dup2(pipe_fds[1], STDERR_FILENO);
-    ::close(pipe_fds[0]);
-    ::close(pipe_fds[1]);
-    const rlimit cpu{kChildCpuSeconds, kChildCpuSeconds};
-    ::setrlimit(RLIMIT_CPU, &cpu);
-    ::execv(binary.c_str(), argv.data());
-    ::_exit(127);
-  }
-  ::close(pipe_fds[1]);
-  RunResult result;
-  char buf[4096];
-  ssize_t n = 0;
-  while ((n = ::read(pipe_fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-    if (n > 0) result.output.append(buf, static_cast<size_t>(n));
-  ::close(pipe_fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
-}
+RunResult run_moefuzz(const std::vector<std::string>& args) { return ::run_moefuzz(args, kChildCpuSeconds); }
 
 std::string read_file(const fs::path& p) {
   std::ifstream in(p);

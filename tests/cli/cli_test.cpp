@@ -2,6 +2,8 @@
 // messages, and that a hostile recipe claiming terabytes is rejected fast with little memory.
 // Runs the built binary (MOEFUZZ_BINARY_DIR/bin/moefuzz) in a child process.
 #include <gtest/gtest.h>
+
+#include "cli/run_moefuzz.h"
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,56 +18,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct RunResult {
-  int exit_code = -1;
-  std::string output;       // stdout and stderr interleaved
-  int64_t max_rss_kib = 0;  // peak resident memory of the child
-  double seconds = 0;
-};
-
-// A child under RLIMIT_AS (address space) and RLIMIT_CPU, so a regression that allocates or loops
-// fails the test instead of the machine. ASan reserves terabytes of shadow, so there only RSS counts.
-constexpr rlim_t kChildAddressSpace = rlim_t{1} << 30;  // 1 GiB: the whole CLI needs ~50 MiB
+// A child under RLIMIT_AS (address space) and RLIMIT_CPU: the whole CLI needs ~50 MiB.
+constexpr rlim_t kChildAddressSpace = rlim_t{1} << 30;
 constexpr rlim_t kChildCpuSeconds = 60;
 
 RunResult run_moefuzz(const std::vector<std::string>& args) {
-  const std::string binary = MOEFUZZ_BINARY_DIR "/bin/moefuzz";
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(binary.c_str()));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  int pipe_fds[2];
-  if (::pipe(pipe_fds) != 0) return {};
-  const auto start = std::chrono::steady_clock::now();
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::dup2(pipe_fds[1], STDOUT_FILENO);
-    ::dup2(pipe_fds[1], STDERR_FILENO);
-    ::close(pipe_fds[0]);
-    ::close(pipe_fds[1]);
-#if !defined(__SANITIZE_ADDRESS__)
-    const rlimit as{kChildAddressSpace, kChildAddressSpace};
-    ::setrlimit(RLIMIT_AS, &as);
-#endif
-    const rlimit cpu{kChildCpuSeconds, kChildCpuSeconds};
-    ::setrlimit(RLIMIT_CPU, &cpu);
-    ::execv(binary.c_str(), argv.data());
-    ::_exit(127);
-  }
-  ::close(pipe_fds[1]);
-  RunResult result;
-  char buf[4096];
-  ssize_t n = 0;
-  while ((n = ::read(pipe_fds[0], buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR))
-    if (n > 0) result.output.append(buf, static_cast<size_t>(n));
-  ::close(pipe_fds[0]);
-  int status = 0;
-  rusage usage{};
-  ::wait4(pid, &status, 0, &usage);
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  result.max_rss_kib = usage.ru_maxrss;
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  return result;
+  return ::run_moefuzz(args, kChildCpuSeconds, kChildAddressSpace);
 }
 
 class Cli : public ::testing::Test {
