@@ -197,17 +197,28 @@ std::string plot_drift(const std::vector<DriftReport>& reports, const std::strin
   const std::string script_path = svg_path + ".gp";
   {
     std::ofstream g(script_path);
-    g << "set terminal svg size 900,520 dynamic background rgb 'white'\n";
+    // Two panels: the random-walk excursion (growth) and the bias z statistics (systematic error),
+    // each with its limit, so the panel that fails is visible.
+    g << "set terminal svg size 900,760 dynamic background rgb 'white'\n";
     g << fmt::format("set output '{}'\n", svg_path);
-    g << "set datafile separator ','\nset key top left\nset grid\n";
-    g << fmt::format("set xlabel '{}'\n", reports.empty() || reports[0].mode == "layers" ? "layer" : "position");
-    g << "set ylabel 'accumulated |error| / random-walk scale (max over elements)'\nset logscale y\n";
-    g << fmt::format("set title 'moefuzz drift: kernel vs oracle (limit kappa = {})'\n", kDriftKappa);
+    g << "set datafile separator ','\nset key outside right\nset grid\n";
+    g << "set multiplot layout 2,1 title 'moefuzz drift: kernel vs oracle (each layer conditioned on the kernel input)'\n";
+    const std::string x = reports.empty() || reports[0].mode == "layers" ? "layer" : "position";
+    g << fmt::format("set xlabel '{}'\n", x);
+    g << "set ylabel '|D| / random-walk scale (max)'\nset logscale y\n";
     g << "plot ";
-    for (size_t i = 0; i < reports.size(); ++i)
+    for (const auto& r : reports)
       g << fmt::format("'{}' using 3:(strcol(1) eq '{}' ? ($7 > 1e-12 ? $7 : 1e-12) : NaN) with linespoints title '{}{}', ",
-                       csv_path, reports[i].kernel, reports[i].kernel, reports[i].verdict.failed() ? " (FAIL)" : "");
-    g << fmt::format("{} with lines dt 2 lw 2 title 'limit'\n", kDriftKappa);
+                       csv_path, r.kernel, r.kernel, r.verdict.failed() ? " (FAIL)" : "");
+    g << fmt::format("{} with lines dt 2 lw 2 title 'limit {}'\n", kDriftKappa, kDriftKappa);
+    g << "unset logscale y\nset ylabel 'bias z (shrink toward zero; signed dashed)'\n";
+    g << "plot ";
+    for (const auto& r : reports) {
+      g << fmt::format("'{}' using 3:(strcol(1) eq '{}' ? $9 : NaN) with linespoints title '{} shrink', ", csv_path, r.kernel, r.kernel);
+      g << fmt::format("'{}' using 3:(strcol(1) eq '{}' ? $8 : NaN) with lines dt 3 title '{} signed', ", csv_path, r.kernel, r.kernel);
+    }
+    g << fmt::format("{0} with lines dt 2 lw 2 lc 'red' title 'limit +-{0}', -{0} with lines dt 2 lw 2 lc 'red' notitle\n", kDriftZ);
+    g << "unset multiplot\n";
   }
   const int rc = std::system(fmt::format("gnuplot '{}' 2>/dev/null", script_path).c_str());
   std::remove(script_path.c_str());
