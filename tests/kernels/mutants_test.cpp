@@ -160,10 +160,10 @@ TEST(Mutants, TruncatedBf16CombineIsSmallButBiased) {
     shrunk += std::fabs(bad[i]) < std::fabs(good[i]);
     grew += std::fabs(bad[i]) > std::fabs(good[i]);
   }
-  // Truncation never grows a magnitude. (Open: on these cases the mutant's output equals `cpu`'s bit
-  // for bit - see docs/kernels.md, "Z13" - so the shrink itself is not yet demonstrated here.)
+  // Rounding ties toward zero never grows a magnitude, and the sums of bf16 products land on ties
+  // often enough that some element shrinks: a bias DRIFT sees (tests/properties/drift_test.cpp).
   EXPECT_EQ(grew, 0);
-  (void)shrunk;
+  EXPECT_GT(shrunk, 0);
 }
 
 TEST(Mutants, FormatMutantsDeviateOnRandomData) {
