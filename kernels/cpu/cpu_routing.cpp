@@ -43,8 +43,11 @@ void softmax(const float* x, int64_t n, float* p) {
 }
 
 // Grouped selection on biased scores sb (SPEC.md §2.1): group score = sum of its top-2 (with bias) or
-// its max; the best topk_group groups survive, the rest are masked to -inf (0 in the Z3 mutant).
-void mask_unselected_groups(std::vector<float>& sb, const CpuConfig& cfg) {
+// its max; the best topk_group groups survive, the rest are masked to -inf (0 in the Z3 mutant) and
+// marked in `excluded`, so the expert top-k never falls back to a masked expert when a selected
+// group holds a NaN score (NaN ranks below -inf in argmax_untaken; found by the routing fuzzer).
+void mask_unselected_groups(std::vector<float>& sb, std::vector<uint8_t>& excluded, const CpuConfig& cfg) {
+  std::fill(excluded.begin(), excluded.end(), 0);
   const int64_t groups = cfg.n_group, per = cfg.experts / cfg.n_group;
   if (groups <= 1) return;
   std::vector<float> gscore(groups);
@@ -62,7 +65,10 @@ void mask_unselected_groups(std::vector<float>& sb, const CpuConfig& cfg) {
   const float masked = cfg.dev.group_mask_zero ? 0.0f : kNegInf;
   for (int64_t g = 0; g < groups; ++g)
     if (!taken[g])
-      for (int64_t i = g * per; i < (g + 1) * per; ++i) sb[i] = masked;
+      for (int64_t i = g * per; i < (g + 1) * per; ++i) {
+        sb[i] = masked;
+        excluded[i] = cfg.dev.group_mask_zero ? 0 : 1;  // Z3's zero mask keeps them eligible: its bug
+      }
 }
 
 }  // namespace
@@ -76,7 +82,7 @@ RoutingDecision cpu_route(const Case& c, const CpuConfig& cfg) {
   out.weights.assign(static_cast<size_t>(T * slots), 0.0f);
   if (static_cast<int64_t>(c.logits.size()) != T * E) throw InputError("logits size does not match [T, E]");
   std::vector<float> score(E), select(E);
-  std::vector<uint8_t> taken(E);
+  std::vector<uint8_t> taken(E), excluded(E, 0);
   for (int64_t t = 0; t < T; ++t) {
     const float* x = c.logits.data() + t * E;
     int32_t* ids = out.ids.data() + t * slots;
@@ -93,7 +99,7 @@ RoutingDecision cpu_route(const Case& c, const CpuConfig& cfg) {
           if (static_cast<int64_t>(c.bias.size()) != E) throw InputError("bias size does not match E");
           for (int64_t i = 0; i < E; ++i) select[i] = score[i] + c.bias[i];  // bias: selection only
         }
-        mask_unselected_groups(select, cfg);
+        mask_unselected_groups(select, excluded, cfg);
         break;
       case RoutingMode::kHash:
         if (cfg.hash_score == ScoreFunc::kSoftmax) softmax(x, E, score.data());
@@ -112,7 +118,7 @@ RoutingDecision cpu_route(const Case& c, const CpuConfig& cfg) {
         ids[s] = e;
       }
     } else {
-      std::fill(taken.begin(), taken.end(), 0);
+      taken = excluded;  // unselected groups are never candidates (all zero outside grouped routing)
       for (int64_t s = 0; s < k; ++s) {
         const int64_t e = argmax_untaken(select.data(), E, taken);
         taken[e] = 1;
