@@ -39,6 +39,16 @@ double gemm_floor(int64_t k, double sda, double sdw) {
          (1 + kMaxOperand * std::fabs(sdw));
 }
 
+// A correct fp32 kernel may overflow to Inf/NaN once a partial sum can reach FLT_MAX. Kernels differ
+// in where they fold the global scales into the operands (raw products, alpha-scaled, or one S_d
+// folded), so the test allows a folding factor up to 2^20 beyond max(1, |alpha|): past it nothing can
+// be said (the element is left to FINITE, like any non-finite intermediate). Found by the moe_layer
+// fuzzer: a bf16-max activation (3.4e38) in W4A16 made the kernel's GEMM1 overflow.
+bool fp32_may_overflow(double abs_sum, double alpha, double v, double b) {
+  constexpr double kFp32Max = 0x1.fffffep127;
+  return abs_sum * std::max(1.0, std::fabs(alpha)) >= kFp32Max * 0x1p-20 || std::fabs(v) + b >= kFp32Max;
+}
+
 // Interval of a correct kernel's fp32 GEMM result: alpha * exact sum, accumulation in any order over
 // operands that may deviate from the decoded center by the sparse `flips` (radius per element).
 Interval gemm_interval(const ExactDot& d, double alpha, double flip_sum, int64_t k, double floor) {
@@ -47,7 +57,7 @@ Interval gemm_interval(const ExactDot& d, double alpha, double flip_sum, int64_t
   const double a = std::fabs(alpha);
   const double b = (gamma_n(static_cast<double>(k + kGemmExtraRoundings), kFp32Unit) * a * (d.abs_value() + flip_sum) +
                     a * flip_sum) * (1 + 8 * kDoubleUnit) + floor;
-  if (!std::isfinite(v) || !std::isfinite(b)) return {kNaN, kNaN};
+  if (!std::isfinite(v) || !std::isfinite(b) || fp32_may_overflow(d.abs_value() + flip_sum, alpha, v, b)) return {kNaN, kNaN};
   return {v - b, v + b};
 }
 
@@ -258,18 +268,16 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
         Interval ig, iu;
         if (w4a16) {
           const W4A16Dot dg1 = w4a16_dot(xrow, dg, o), du1 = w4a16_dot(xrow, du, o);
-          ExactDot pg, pu;  // reuse gemm_interval through an equivalent magnitude
           const auto w4 = [&](const W4A16Dot& d, double alpha, double floor) -> Interval {
             if (!std::isfinite(d.value)) return {kNaN, kNaN};
             const double v = alpha * d.value, a = std::fabs(alpha);
             const double b = (gamma_n(static_cast<double>(H + kGemmExtraRoundings), kFp32Unit) * a * d.abs_value +
                               a * d.error_bound) * (1 + 8 * kDoubleUnit) + floor;
+            if (!std::isfinite(b) || fp32_may_overflow(d.abs_value, alpha, v, b)) return {kNaN, kNaN};
             return {v - b, v + b};
           };
           ig = w4(dg1, alpha_g, floor_g);
           iu = w4(du1, alpha_u, floor_u);
-          (void)pg;
-          (void)pu;
         } else if (qa.indeterminate[static_cast<size_t>(j)]) {
           ig = iu = {kNaN, kNaN};
         } else {
@@ -334,7 +342,9 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
             const double v = alpha_d * d.value;
             const double b = (gamma_n(static_cast<double>(I + kGemmExtraRoundings), kFp32Unit) * a * (d.abs_value + fs) +
                               a * (fs + d.error_bound)) * (1 + 8 * kDoubleUnit) + floor_d;
-            y = std::isfinite(v) && std::isfinite(b) ? Interval{v - b, v + b} : Interval{kNaN, kNaN};
+            y = std::isfinite(v) && std::isfinite(b) && !fp32_may_overflow(d.abs_value + fs, alpha_d, v, b)
+                    ? Interval{v - b, v + b}
+                    : Interval{kNaN, kNaN};
           }
         } else if (qh.indeterminate[static_cast<size_t>(j)]) {
           y = {kNaN, kNaN};
