@@ -26,10 +26,6 @@ Verdict compare_runs(CheckContext& ctx, const std::string& code, const Case& cb,
   return metamorphic_compare(code, "output", b, a);
 }
 
-std::multiset<int32_t> routed_ids(const RoutingDecision& d, int64_t t) {
-  return {d.ids.begin() + t * d.slots, d.ids.begin() + (t + 1) * d.slots};
-}
-
 }  // namespace
 
 Invariant make_perm_invariant() {
@@ -51,8 +47,8 @@ Invariant make_perm_invariant() {
     std::vector<int64_t> rows;
     for (int64_t t = 0; t < c.recipe.shape.tokens; ++t) {
       std::multiset<int32_t> mapped;
-      for (int32_t id : routed_ids(r.routing, t)) mapped.insert(id < E ? static_cast<int32_t>(perm[static_cast<size_t>(id)]) : id);
-      if (mapped == routed_ids(rp.routing, t)) rows.push_back(t);
+      for (int32_t id : token_ids_of(r.routing, t)) mapped.insert(id < E ? static_cast<int32_t>(perm[static_cast<size_t>(id)]) : id);
+      if (mapped == token_ids_of(rp.routing, t)) rows.push_back(t);
     }
     if (rows.empty()) return Verdict::skip("PERM", "no token kept a corresponding selection (ties everywhere)");
     return compare_runs(ctx, "PERM", p, rp, rows, rows, c.recipe.shape.hidden);

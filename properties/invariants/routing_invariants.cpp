@@ -23,10 +23,6 @@ bool softmax_scored(const CaseRecipe& r) {
          (r.routing.mode == RoutingMode::kHash && r.routing.hash_score == ScoreFunc::kSoftmax);
 }
 
-std::multiset<int32_t> ids_of(const RoutingDecision& d, int64_t t) {
-  return {d.ids.begin() + t * d.slots, d.ids.begin() + (t + 1) * d.slots};
-}
-
 }  // namespace
 
 Invariant make_shift_invariant() {
@@ -59,7 +55,7 @@ Invariant make_shift_invariant() {
     Side a, b;  // the weights of both runs, matched by expert id, with the oracle's weight expectations
     for (int64_t t = 0; t < T; ++t) {
       if (ca.near_tie[static_cast<size_t>(t)] || cb.near_tie[static_cast<size_t>(t)]) continue;  // sets may differ at ties
-      if (ids_of(r.routing, t) != ids_of(rs.routing, t))
+      if (token_ids_of(r.routing, t) != token_ids_of(rs.routing, t))
         return Verdict::fail("SHIFT", "route", fmt::format("token {}: shifting every logit changed the selected experts", t),
                              ElementError{{.token = t}, NAN, NAN, 0});
       // Compare weights by expert id (slot order may differ).
@@ -124,7 +120,7 @@ Invariant make_weight1_invariant() {
     for (int64_t t = 0; t < sh.tokens; ++t) {
       const double f = factor[static_cast<size_t>(t)];
       max_f = std::max(max_f, f);
-      if (ids_of(r0.routing, t) != ids_of(r1.routing, t)) return Verdict::skip("WEIGHT1", "selection moved (near-tie)");
+      if (token_ids_of(r0.routing, t) != token_ids_of(r1.routing, t)) return Verdict::skip("WEIGHT1", "selection moved (near-tie)");
       for (int64_t h = 0; h < sh.hidden; ++h) {
         const size_t i = static_cast<size_t>(t * sh.hidden + h);
         expected[i] = f * s0.got[i];

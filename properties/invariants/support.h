@@ -2,6 +2,7 @@
 // Shared helpers of the invariant implementations (not a public API): the metamorphic comparison
 // with bounds taken from the oracle's precision contract, and small conversions.
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,11 @@
 namespace moefuzz::inv {
 
 inline std::vector<double> to_double(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+// The expert ids of token t in a routing decision, as a multiset (slot order and duplicates aside).
+inline std::multiset<int32_t> token_ids_of(const RoutingDecision& d, int64_t t) {
+  return {d.ids.begin() + t * d.slots, d.ids.begin() + (t + 1) * d.slots};
+}
 
 // The "output" stage of an evaluation (throws std::logic_error if the oracle did not provide one;
 // check `rejected()` first).
