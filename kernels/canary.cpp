@@ -18,21 +18,41 @@ float float_of(uint32_t b) {
   return f;
 }
 
-struct Fnv {
-  uint64_t h = 0xCBF29CE484222325ull;
+// Word-at-a-time hash with four independent lanes (a byte-wise FNV cost ~6% of every check): the
+// fingerprint only has to notice that a kernel wrote its inputs, so any change of any byte must (with
+// overwhelming probability) change it; it is not a content address.
+struct WordHash {
+  uint64_t lane[4] = {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0x27D4EB2F165667C5ull};
+  static uint64_t mix(uint64_t h, uint64_t w) {
+    h ^= w * 0x9E3779B97F4A7C15ull;
+    h = (h << 27) | (h >> 37);
+    return h * 0xC2B2AE3D27D4EB4Full + 0x165667B19E3779F9ull;
+  }
   template <class T>
   void add(const std::vector<T>& v) {
     const auto* p = reinterpret_cast<const unsigned char*>(v.data());
-    for (size_t i = 0; i < v.size() * sizeof(T); ++i) h = (h ^ p[i]) * 0x100000001B3ull;
-    const uint64_t n = v.size();
-    for (int i = 0; i < 8; ++i) h = (h ^ ((n >> (8 * i)) & 0xFF)) * 0x100000001B3ull;
+    const size_t bytes = v.size() * sizeof(T);
+    size_t i = 0;
+    for (; i + 32 <= bytes; i += 32)
+      for (int l = 0; l < 4; ++l) {
+        uint64_t w;
+        std::memcpy(&w, p + i + 8 * l, 8);
+        lane[l] = mix(lane[l], w);
+      }
+    for (; i < bytes; i += 8) {  // the tail, one zero-padded word at a time
+      uint64_t w = 0;
+      std::memcpy(&w, p + i, bytes - i < 8 ? bytes - i : 8);
+      lane[0] = mix(lane[0], w);
+    }
+    lane[1] = mix(lane[1], bytes);
   }
+  uint64_t value() const { return mix(mix(lane[0], lane[1]), mix(lane[2], lane[3])); }
 };
 
 }  // namespace
 
 uint64_t case_fingerprint(const Case& c) {
-  Fnv f;
+  WordHash f;
   f.add(c.hidden);
   f.add(c.logits);
   f.add(c.bias);
@@ -46,7 +66,7 @@ uint64_t case_fingerprint(const Case& c) {
       f.add(m->scales);
       f.add(std::vector<float>{m->global_dequant});
     }
-  return f.h;
+  return f.value();
 }
 
 std::string CanaryReport::summary() const {

@@ -75,8 +75,8 @@ ExactDot exact_dot_scalar(const DecodedNvfp4& a, int64_t ra, const DecodedNvfp4&
 // True when exact_dot uses the AVX2 loop on this CPU.
 bool exact_dot_uses_simd();
 
-// W4A16 (bf16 activations x NVFP4 weight row). Every product x_i * (e2m1*e4m3) is exact in double
-// (8 + 3 + 4 significant bits). The sum is accumulated in double and CERTIFIED: `exact` is true when a
+// W4A16 (fp32 / bf16 activations x NVFP4 weight row). Every product x_i * (e2m1*e4m3) is exact in
+// double (at most 24 + 3 + 4 significant bits). The sum is accumulated in double and CERTIFIED: `exact` is true when a
 // magnitude test proves no partial sum was rounded (all products are multiples of 2^q and
 // sum |products| < 2^(53+q)); otherwise `error_bound` bounds the double rounding error
 // (gamma_{K-1}(2^-53) * sum |products|) and callers add it to their bound.
@@ -87,5 +87,12 @@ struct W4A16Dot {
   bool exact = true;
 };
 W4A16Dot w4a16_dot(std::span<const float> x, const DecodedNvfp4& w, int64_t rw);
+// The one-operand-at-a-time loop w4a16_dot is tested against (same certification).
+W4A16Dot w4a16_dot_scalar(std::span<const float> x, const DecodedNvfp4& w, int64_t rw);
+
+// An upper bound on sum_i r_i * |operand(rw, i)| for nonnegative weights r (one per column): the
+// magnitude a set of code flips can move a dot product by. Accumulated in double and inflated by
+// gamma_n so rounding never makes it smaller than the exact sum. Rows with a NaN scale give NaN.
+double weighted_abs_sum(std::span<const double> r, const DecodedNvfp4& w, int64_t rw);
 
 }  // namespace moefuzz

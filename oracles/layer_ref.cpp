@@ -61,10 +61,32 @@ Interval gemm_interval(const ExactDot& d, double alpha, double flip_sum, int64_t
   return {v - b, v + b};
 }
 
-double flip_sum(const std::vector<std::pair<int32_t, double>>& flips, const DecodedNvfp4& w, int64_t row) {
+// The code flips of one quantized row (column, weight), in the form the per-output loop reads
+// fastest: a dense per-column vector when they are many (the FC2 input of a wide interval flips most
+// of its codes), else the sparse list.
+struct FlipTerms {
+  const std::vector<std::pair<int32_t, double>>* sparse = nullptr;
+  std::vector<double> dense;
+};
+
+FlipTerms flip_terms(const std::vector<std::pair<int32_t, double>>& flips, int64_t cols) {
+  FlipTerms t;
+  t.sparse = &flips;
+  if (static_cast<int64_t>(flips.size()) * 16 > cols) {
+    t.dense.assign(static_cast<size_t>(cols), 0.0);
+    for (const auto& [i, r] : flips) t.dense[static_cast<size_t>(i)] += r;
+  }
+  return t;
+}
+
+// Upper bound on sum over flips of r * |w(row, i)|.
+double flip_sum(const FlipTerms& t, const DecodedNvfp4& w, int64_t row) {
+  if (t.sparse->empty()) return 0;
+  if (!t.dense.empty()) return weighted_abs_sum(t.dense, w, row);
   double s = 0;
-  for (const auto& [i, r] : flips) s += r * std::fabs(w.operand(row, i));
-  return s;
+  for (const auto& [i, r] : *t.sparse) s += r * std::fabs(w.operand(row, i));
+  const double n = static_cast<double>(t.sparse->size()) + 2;  // as weighted_abs_sum: never below the exact sum
+  return s * (1 + n * kDoubleUnit / (1 - n * kDoubleUnit));
 }
 
 void store(StageExpectation* st, int64_t row, int64_t col, Interval x) {
@@ -264,6 +286,7 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
         }
       }
       // ---- GEMM1 (semantic gate | up) ----
+      const FlipTerms fl1 = flip_terms(qa.flips[static_cast<size_t>(j)], H);
       for (int64_t o = 0; o < I; ++o) {
         Interval ig, iu;
         if (w4a16) {
@@ -281,9 +304,8 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
         } else if (qa.indeterminate[static_cast<size_t>(j)]) {
           ig = iu = {kNaN, kNaN};
         } else {
-          const auto& fl = qa.flips[static_cast<size_t>(j)];
-          ig = gemm_interval(exact_dot(qa.rows, j, dg, o), alpha_g, fl.empty() ? 0 : flip_sum(fl, dg, o), H, floor_g);
-          iu = gemm_interval(exact_dot(qa.rows, j, du, o), alpha_u, fl.empty() ? 0 : flip_sum(fl, du, o), H, floor_u);
+          ig = gemm_interval(exact_dot(qa.rows, j, dg, o), alpha_g, flip_sum(fl1, dg, o), H, floor_g);
+          iu = gemm_interval(exact_dot(qa.rows, j, du, o), alpha_u, flip_sum(fl1, du, o), H, floor_u);
         }
         if (p.bf16_after_gemm1) {
           if (!is_nan(ig)) ig = round_to_bf16(ig);
@@ -331,6 +353,7 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
           hrf[static_cast<size_t>(o)] = float_up(r);
         }
       }
+      const FlipTerms fl2 = flip_terms(qh.flips[static_cast<size_t>(j)], I);
       for (int64_t o = 0; o < H; ++o) {
         Interval y;
         if (w4a16) {
@@ -349,8 +372,7 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
         } else if (qh.indeterminate[static_cast<size_t>(j)]) {
           y = {kNaN, kNaN};
         } else {
-          const auto& fl = qh.flips[static_cast<size_t>(j)];
-          y = gemm_interval(exact_dot(qh.rows, j, dd, o), alpha_d, fl.empty() ? 0 : flip_sum(fl, dd, o), I, floor_d);
+          y = gemm_interval(exact_dot(qh.rows, j, dd, o), alpha_d, flip_sum(fl2, dd, o), I, floor_d);
         }
         if (!is_nan(y) && p.bf16_after_gemm2) y = round_to_bf16(y);
         if (er.slot >= 0) store(g2, er.slot, o, y);

@@ -11,8 +11,8 @@
 
 #include "core/bf16.h"
 #include "core/errors.h"
-#include "oracles/multiprecision.h"
 #include "oracles/routing_bounds.h"
+#include "oracles/score_memo.h"
 #include "oracles/topk_admissibility.h"
 
 namespace moefuzz {
@@ -77,17 +77,17 @@ TokenScores token_scores(const Case& c, const Profile& p, int64_t t) {
   const RoutingMode mode = r.routing.mode;
   const bool softmax = mode == RoutingMode::kSoftmax || (mode == RoutingMode::kHash && r.routing.hash_score == ScoreFunc::kSoftmax);
   if (softmax) {
-    const std::vector<HighPrecision> probs = hp_softmax(row);
-    for (size_t e = 0; e < e_count; ++e) s.raw[e] = to_double(probs[e]);
+    const std::vector<double>& probs = exact_softmax(row);
+    for (size_t e = 0; e < e_count; ++e) s.raw[e] = probs[e];
     softmax_error_bounds(p, row, s.raw, s.raw_bound);
   } else if (mode == RoutingMode::kHash && r.routing.hash_score == ScoreFunc::kSqrtSoftplus) {
     for (size_t e = 0; e < e_count; ++e) {
-      s.raw[e] = to_double(hp_sqrt_softplus(HighPrecision(row[e])));
+      s.raw[e] = exact_sqrt_softplus(row[e]);
       s.raw_bound[e] = sqrt_softplus_error_bound(p, row[e], s.raw[e]);
     }
   } else {
     for (size_t e = 0; e < e_count; ++e) {
-      s.raw[e] = to_double(hp_sigmoid(HighPrecision(row[e])));
+      s.raw[e] = exact_sigmoid(row[e]);
       s.raw_bound[e] = sigmoid_error_bound(p, row[e], s.raw[e]);
     }
   }
@@ -103,8 +103,7 @@ TokenScores token_scores(const Case& c, const Profile& p, int64_t t) {
     }
     const float bias = p.bias_dtype == WeightDtype::kBf16 ? round_to_bf16(c.bias[e]) : c.bias[e];
     s.identity[e] = (s.identity[e] << 32) | std::bit_cast<uint32_t>(bias);
-    const HighPrecision v = hp_sigmoid(HighPrecision(row[e])) + HighPrecision(bias);
-    s.select[e] = to_double(v);
+    s.select[e] = exact_sigmoid_plus(row[e], bias);
     // fl(s' + bias) rounds once: <= 2^-24 of the result (plus 2^-150 in the subnormal range).
     const double mag = std::fabs(s.select[e]) + s.raw_bound[e];
     s.select_bound[e] = s.raw_bound[e] + kFp32Unit * mag + 0x1p-149 + 0x1p-52 * std::fabs(s.select[e]);

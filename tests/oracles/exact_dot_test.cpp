@@ -117,5 +117,92 @@ TEST(ExactDot, W4A16IsCertifiedExactForOrdinaryRows) {
   }
 }
 
+// The vectorized flip magnitude never falls below the exact sum and stays within a few ulps of it.
+TEST(ExactDot, WeightedAbsSumIsATightUpperBound) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const int64_t cols = 16 * static_cast<int64_t>(1 + seed * 7 % 40);
+    const Nvfp4Matrix m = random_matrix(2, cols, seed, false);
+    const DecodedNvfp4 d = DecodedNvfp4::from_matrix(m);
+    Stream s(seed, "r");
+    std::vector<double> r(static_cast<size_t>(cols));
+    for (int64_t i = 0; i < cols; ++i) r[static_cast<size_t>(i)] = i % 3 == 0 ? 0.0 : std::fabs(s.normal(static_cast<uint64_t>(i))) * 1e-3;
+    for (int64_t row = 0; row < 2; ++row) {
+      long double exact = 0;
+      for (int64_t i = 0; i < cols; ++i) exact += static_cast<long double>(r[static_cast<size_t>(i)]) * std::fabs(d.operand(row, i));
+      const double got = weighted_abs_sum(r, d, row);
+      EXPECT_GE(static_cast<long double>(got), exact * (1 - 1e-18L));  // long double sum: 2^-64 per term
+      EXPECT_LE(static_cast<long double>(got), exact * (1 + 1e-12L) + 1e-300L);
+    }
+  }
+}
+
+// The table-driven decoder against set_row (the per-element definition), NaN scale bytes included.
+TEST(ExactDot, PackedDecoderAgreesWithSetRow) {
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    const int64_t rows = 3, cols = 16 * static_cast<int64_t>(1 + seed * 5 % 19);
+    Nvfp4Matrix m = random_matrix(rows, cols, seed, false);
+    m.scale(1, 0) = kE4m3NaNCode;
+    m.scale(2, cols / 16 - 1) = 0xFF;
+    const DecodedNvfp4 fast = DecodedNvfp4::from_matrix(m);
+    DecodedNvfp4 slow(rows, cols);
+    for (int64_t r = 0; r < rows; ++r) {
+      std::vector<uint8_t> codes(static_cast<size_t>(cols)), sc(static_cast<size_t>(cols / 16));
+      for (int64_t i = 0; i < cols; ++i) codes[static_cast<size_t>(i)] = m.code(r, i);
+      for (int64_t b = 0; b < cols / 16; ++b) sc[static_cast<size_t>(b)] = m.scale(r, b);
+      slow.set_row(r, codes, sc);
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      EXPECT_EQ(fast.row_has_nan(r), slow.row_has_nan(r));
+      for (int64_t i = 0; i < fast.groups() * 128; ++i) {
+        ASSERT_EQ(fast.code_row(r)[i], slow.code_row(r)[i]);
+        ASSERT_EQ(fast.abs_code_row(r)[i], slow.abs_code_row(r)[i]);
+      }
+      for (int64_t i = 0; i < fast.groups() * 8; ++i) {
+        ASSERT_EQ(fast.scale_row(r)[i], slow.scale_row(r)[i]);
+        ASSERT_EQ(fast.abs_scale_row(r)[i], slow.abs_scale_row(r)[i]);
+      }
+    }
+  }
+}
+
+// The blocked loop against the one-operand loop, and both against a wide exact sum: bf16 and full
+// fp32 activations, wide dynamic range, a NaN scale row, infinities.
+TEST(ExactDot, W4A16BlockedLoopAgreesWithScalarLoop) {
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    const int64_t cols = 16 * static_cast<int64_t>(1 + seed % 23);
+    Nvfp4Matrix w = random_matrix(2, cols, seed, false);
+    if (seed % 7 == 0) w.scale(1, 0) = kE4m3NaNCode;
+    const DecodedNvfp4 dw = DecodedNvfp4::from_matrix(w);
+    Stream s(seed, "x");
+    std::vector<float> x(static_cast<size_t>(cols));
+    for (int64_t i = 0; i < cols; ++i) {
+      float v = static_cast<float>(s.normal(static_cast<uint64_t>(i)));
+      if (seed % 3 == 0) v = std::ldexp(v, static_cast<int>(i % 61) - 30);  // wide range, fp32 grid
+      if (seed % 2 == 0) v = round_to_bf16(v);
+      x[static_cast<size_t>(i)] = v;
+    }
+    if (seed % 11 == 0) x[0] = INFINITY;
+    for (int64_t r = 0; r < 2; ++r) {
+      const W4A16Dot fast = w4a16_dot(x, dw, r), slow = w4a16_dot_scalar(x, dw, r);
+      SCOPED_TRACE(testing::Message() << "seed " << seed << " row " << r);
+      if (std::isnan(slow.value)) {
+        EXPECT_TRUE(std::isnan(fast.value));
+        continue;
+      }
+      EXPECT_EQ(fast.exact, slow.exact);
+      if (fast.exact) {
+        EXPECT_EQ(fast.value, slow.value);
+        long double ref = 0;  // 64-bit significand: exact for these certified sums
+        for (int64_t i = 0; i < cols; ++i) ref += static_cast<long double>(x[static_cast<size_t>(i)]) * dw.operand(r, i);
+        if (std::isfinite(fast.value)) {
+          EXPECT_EQ(static_cast<long double>(fast.value), ref);
+        }
+      } else {
+        EXPECT_LE(std::fabs(fast.value - slow.value), fast.error_bound + slow.error_bound);
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace moefuzz
