@@ -245,11 +245,12 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
   std::vector<std::vector<int64_t>> by_expert(c.experts.size());
   for (int64_t r = 0; r < R; ++r) by_expert[static_cast<size_t>(rows[static_cast<size_t>(r)].expert)].push_back(r);
 
-  std::vector<float> xrow(static_cast<size_t>(H));
-  std::vector<double> xd(static_cast<size_t>(H)), hlo(static_cast<size_t>(I)), hhi(static_cast<size_t>(I)),
-      hc(static_cast<size_t>(I));
-  std::vector<Interval> gate(static_cast<size_t>(I)), up(static_cast<size_t>(I));
   const Swiglu& sw = c.recipe.swiglu;
+  // Rows of one expert are processed in blocks of kRowBlock with the weight row loop outside the row
+  // loop: each decoded weight row is then read from memory once per block instead of once per row
+  // (a DeepSeek expert's decoded gate/up/down tables are ~90 MB), while the block's activation rows
+  // stay in cache.
+  constexpr int64_t kRowBlock = 32;
 
   for (size_t e = 0; e < c.experts.size(); ++e) {
     const std::vector<int64_t>& members = by_expert[e];
@@ -266,72 +267,102 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
     const double alpha_d = sda2 * W.down.global_dequant;
     const double floor_g = gemm_floor(H, sda1, W.gate.global_dequant), floor_u = gemm_floor(H, sda1, W.up.global_dequant);
     const double floor_d = gemm_floor(I, sda2, W.down.global_dequant);
+    const auto row_of = [&](int64_t j) -> const ExpandedRow& { return rows[static_cast<size_t>(members[static_cast<size_t>(j)])]; };
 
     QuantizedInputs qa{DecodedNvfp4(w4a16 ? 0 : n, H), std::vector<std::vector<std::pair<int32_t, double>>>(static_cast<size_t>(n)),
                        std::vector<uint8_t>(static_cast<size_t>(n), 0)};
     QuantizedInputs qh{DecodedNvfp4(w4a16 ? 0 : n, I), std::vector<std::vector<std::pair<int32_t, double>>>(static_cast<size_t>(n)),
                        std::vector<uint8_t>(static_cast<size_t>(n), 0)};
-    for (int64_t j = 0; j < n; ++j) {
-      const ExpandedRow& er = rows[static_cast<size_t>(members[static_cast<size_t>(j)])];
-      for (int64_t i = 0; i < H; ++i) {
-        xrow[static_cast<size_t>(i)] = bf16_to_float(c.hidden[static_cast<size_t>(er.token * H + i)]);
-        xd[static_cast<size_t>(i)] = xrow[static_cast<size_t>(i)];
-      }
-      // ---- FC1 input quantization (exact input: the interval is a point) ----
-      if (!w4a16) {
+
+    // ---- FC1 input of every row: bf16 values (W4A16) or quantization (exact input: a point) ----
+    std::vector<float> x_all(w4a16 ? static_cast<size_t>(n * H) : 0);
+    {
+      std::vector<double> xd(static_cast<size_t>(H));
+      for (int64_t j = 0; j < n; ++j) {
+        const ExpandedRow& er = row_of(j);
+        const uint16_t* src = c.hidden.data() + er.token * H;
+        for (int64_t i = 0; i < H; ++i) xd[static_cast<size_t>(i)] = bf16_to_float(src[i]);
+        if (w4a16) {
+          for (int64_t i = 0; i < H; ++i) x_all[static_cast<size_t>(j * H + i)] = static_cast<float>(xd[static_cast<size_t>(i)]);
+          continue;
+        }
         Verdict fail;
         if (!quantize_row("fc1_quant", er, j, xd, xd, xd, sq1, kernel ? &kernel->fc1_input : nullptr, qa, fail)) {
           ref.admissibility = fail;
           return ref;
         }
       }
-      // ---- GEMM1 (semantic gate | up) ----
-      const FlipTerms fl1 = flip_terms(qa.flips[static_cast<size_t>(j)], H);
-      for (int64_t o = 0; o < I; ++o) {
-        Interval ig, iu;
+    }
+    std::vector<FlipTerms> fl1(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) fl1[static_cast<size_t>(j)] = flip_terms(qa.flips[static_cast<size_t>(j)], H);
+
+    // ---- GEMM1 (semantic gate | up) ----
+    std::vector<Interval> gate(static_cast<size_t>(n * I)), up(static_cast<size_t>(n * I));
+    const auto w4 = [&](const W4A16Dot& d, double alpha, double floor) -> Interval {
+      if (!std::isfinite(d.value)) return {kNaN, kNaN};
+      const double v = alpha * d.value, a = std::fabs(alpha);
+      const double b = (gamma_n(static_cast<double>(H + kGemmExtraRoundings), kFp32Unit) * a * d.abs_value +
+                        a * d.error_bound) * (1 + 8 * kDoubleUnit) + floor;
+      if (!std::isfinite(b) || fp32_may_overflow(d.abs_value, alpha, v, b)) return {kNaN, kNaN};
+      return {v - b, v + b};
+    };
+    for (int64_t j0 = 0; j0 < n; j0 += kRowBlock) {
+      const int64_t j1 = std::min(n, j0 + kRowBlock);
+      for (int64_t o = 0; o < I; ++o)
+        for (int64_t j = j0; j < j1; ++j) {
+          Interval ig, iu;
+          if (w4a16) {
+            const std::span<const float> x(x_all.data() + j * H, static_cast<size_t>(H));
+            ig = w4(w4a16_dot(x, dg, o), alpha_g, floor_g);
+            iu = w4(w4a16_dot(x, du, o), alpha_u, floor_u);
+          } else if (qa.indeterminate[static_cast<size_t>(j)]) {
+            ig = iu = {kNaN, kNaN};
+          } else {
+            ig = gemm_interval(exact_dot(qa.rows, j, dg, o), alpha_g, flip_sum(fl1[static_cast<size_t>(j)], dg, o), H, floor_g);
+            iu = gemm_interval(exact_dot(qa.rows, j, du, o), alpha_u, flip_sum(fl1[static_cast<size_t>(j)], du, o), H, floor_u);
+          }
+          if (p.bf16_after_gemm1) {
+            if (!is_nan(ig)) ig = round_to_bf16(ig);
+            if (!is_nan(iu)) iu = round_to_bf16(iu);
+          }
+          gate[static_cast<size_t>(j * I + o)] = ig;
+          up[static_cast<size_t>(j * I + o)] = iu;
+          const ExpandedRow& er = row_of(j);
+          if (er.slot >= 0) {
+            store(g1, er.slot, o, ig);
+            store(g1, er.slot, I + o, iu);
+          }
+        }
+    }
+
+    // ---- SwiGLU and the FC2 input of every row ----
+    std::vector<uint8_t> h_nan(static_cast<size_t>(n), 0);
+    std::vector<float> hc_all(w4a16 ? static_cast<size_t>(n * I) : 0), hr_all(hc_all.size());
+    {
+      std::vector<double> hlo(static_cast<size_t>(I)), hhi(static_cast<size_t>(I)), hc(static_cast<size_t>(I));
+      for (int64_t j = 0; j < n; ++j) {
+        const ExpandedRow& er = row_of(j);
+        bool nan = false;
+        for (int64_t o = 0; o < I; ++o) {
+          const size_t gi = static_cast<size_t>(j * I + o);
+          Interval h = swiglu_kernel_interval(gate[gi], up[gi], sw);
+          if (!is_nan(h) && p.bf16_after_activation) h = round_to_bf16(h);
+          if (er.slot >= 0) store(act, er.slot, o, h);
+          nan |= is_nan(h);
+          hlo[static_cast<size_t>(o)] = h.lo;
+          hhi[static_cast<size_t>(o)] = h.hi;
+          hc[static_cast<size_t>(o)] = h.center();
+        }
+        h_nan[static_cast<size_t>(j)] = nan ? 1 : 0;
         if (w4a16) {
-          const W4A16Dot dg1 = w4a16_dot(xrow, dg, o), du1 = w4a16_dot(xrow, du, o);
-          const auto w4 = [&](const W4A16Dot& d, double alpha, double floor) -> Interval {
-            if (!std::isfinite(d.value)) return {kNaN, kNaN};
-            const double v = alpha * d.value, a = std::fabs(alpha);
-            const double b = (gamma_n(static_cast<double>(H + kGemmExtraRoundings), kFp32Unit) * a * d.abs_value +
-                              a * d.error_bound) * (1 + 8 * kDoubleUnit) + floor;
-            if (!std::isfinite(b) || fp32_may_overflow(d.abs_value, alpha, v, b)) return {kNaN, kNaN};
-            return {v - b, v + b};
-          };
-          ig = w4(dg1, alpha_g, floor_g);
-          iu = w4(du1, alpha_u, floor_u);
-        } else if (qa.indeterminate[static_cast<size_t>(j)]) {
-          ig = iu = {kNaN, kNaN};
-        } else {
-          ig = gemm_interval(exact_dot(qa.rows, j, dg, o), alpha_g, flip_sum(fl1, dg, o), H, floor_g);
-          iu = gemm_interval(exact_dot(qa.rows, j, du, o), alpha_u, flip_sum(fl1, du, o), H, floor_u);
-        }
-        if (p.bf16_after_gemm1) {
-          if (!is_nan(ig)) ig = round_to_bf16(ig);
-          if (!is_nan(iu)) iu = round_to_bf16(iu);
-        }
-        gate[static_cast<size_t>(o)] = ig;
-        up[static_cast<size_t>(o)] = iu;
-        if (er.slot >= 0) {
-          store(g1, er.slot, o, ig);
-          store(g1, er.slot, I + o, iu);
-        }
-      }
-      // ---- SwiGLU ----
-      bool h_nan = false;
-      for (int64_t o = 0; o < I; ++o) {
-        Interval h = swiglu_kernel_interval(gate[static_cast<size_t>(o)], up[static_cast<size_t>(o)], sw);
-        if (!is_nan(h) && p.bf16_after_activation) h = round_to_bf16(h);
-        if (er.slot >= 0) store(act, er.slot, o, h);
-        h_nan |= is_nan(h);
-        hlo[static_cast<size_t>(o)] = h.lo;
-        hhi[static_cast<size_t>(o)] = h.hi;
-        hc[static_cast<size_t>(o)] = h.center();
-      }
-      // ---- FC2 input quantization ----
-      if (!w4a16) {
-        if (h_nan) {
+          // W4A16 GEMM2 operand: the interval's center in fp32 plus a radius that covers the rest.
+          for (int64_t o = 0; o < I; ++o) {
+            const float center = static_cast<float>(hc[static_cast<size_t>(o)]);
+            const double r = std::max(hhi[static_cast<size_t>(o)] - center, center - hlo[static_cast<size_t>(o)]);
+            hc_all[static_cast<size_t>(j * I + o)] = center;
+            hr_all[static_cast<size_t>(j * I + o)] = float_up(r);
+          }
+        } else if (nan) {
           qh.indeterminate[static_cast<size_t>(j)] = 1;
         } else {
           Verdict fail;
@@ -341,45 +372,43 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
           }
         }
       }
-      // ---- GEMM2 ----
-      std::vector<float> hcf, hrf;
-      if (w4a16) {
-        hcf.resize(static_cast<size_t>(I));
-        hrf.resize(static_cast<size_t>(I));
-        for (int64_t o = 0; o < I; ++o) {
-          hcf[static_cast<size_t>(o)] = static_cast<float>(hc[static_cast<size_t>(o)]);
-          const double r = std::max(hhi[static_cast<size_t>(o)] - hcf[static_cast<size_t>(o)],
-                                    hcf[static_cast<size_t>(o)] - hlo[static_cast<size_t>(o)]);
-          hrf[static_cast<size_t>(o)] = float_up(r);
-        }
-      }
-      const FlipTerms fl2 = flip_terms(qh.flips[static_cast<size_t>(j)], I);
-      for (int64_t o = 0; o < H; ++o) {
-        Interval y;
-        if (w4a16) {
-          if (h_nan) {
+    }
+    std::vector<FlipTerms> fl2(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) fl2[static_cast<size_t>(j)] = flip_terms(qh.flips[static_cast<size_t>(j)], I);
+
+    // ---- GEMM2 ----
+    for (int64_t j0 = 0; j0 < n; j0 += kRowBlock) {
+      const int64_t j1 = std::min(n, j0 + kRowBlock);
+      for (int64_t o = 0; o < H; ++o)
+        for (int64_t j = j0; j < j1; ++j) {
+          Interval y;
+          if (w4a16) {
+            if (h_nan[static_cast<size_t>(j)]) {
+              y = {kNaN, kNaN};
+            } else {
+              const std::span<const float> hcf(hc_all.data() + j * I, static_cast<size_t>(I));
+              const std::span<const float> hrf(hr_all.data() + j * I, static_cast<size_t>(I));
+              const W4A16Dot d = w4a16_dot(hcf, dd, o), rr = w4a16_dot(hrf, dd, o);
+              const double a = std::fabs(alpha_d), fs = rr.abs_value + rr.error_bound;
+              const double v = alpha_d * d.value;
+              const double b = (gamma_n(static_cast<double>(I + kGemmExtraRoundings), kFp32Unit) * a * (d.abs_value + fs) +
+                                a * (fs + d.error_bound)) * (1 + 8 * kDoubleUnit) + floor_d;
+              y = std::isfinite(v) && std::isfinite(b) && !fp32_may_overflow(d.abs_value + fs, alpha_d, v, b)
+                      ? Interval{v - b, v + b}
+                      : Interval{kNaN, kNaN};
+            }
+          } else if (qh.indeterminate[static_cast<size_t>(j)]) {
             y = {kNaN, kNaN};
           } else {
-            const W4A16Dot d = w4a16_dot(hcf, dd, o), rr = w4a16_dot(hrf, dd, o);
-            const double a = std::fabs(alpha_d), fs = rr.abs_value + rr.error_bound;
-            const double v = alpha_d * d.value;
-            const double b = (gamma_n(static_cast<double>(I + kGemmExtraRoundings), kFp32Unit) * a * (d.abs_value + fs) +
-                              a * (fs + d.error_bound)) * (1 + 8 * kDoubleUnit) + floor_d;
-            y = std::isfinite(v) && std::isfinite(b) && !fp32_may_overflow(d.abs_value + fs, alpha_d, v, b)
-                    ? Interval{v - b, v + b}
-                    : Interval{kNaN, kNaN};
+            y = gemm_interval(exact_dot(qh.rows, j, dd, o), alpha_d, flip_sum(fl2[static_cast<size_t>(j)], dd, o), I, floor_d);
           }
-        } else if (qh.indeterminate[static_cast<size_t>(j)]) {
-          y = {kNaN, kNaN};
-        } else {
-          y = gemm_interval(exact_dot(qh.rows, j, dd, o), alpha_d, flip_sum(fl2, dd, o), I, floor_d);
+          if (!is_nan(y) && p.bf16_after_gemm2) y = round_to_bf16(y);
+          const ExpandedRow& er = row_of(j);
+          if (er.slot >= 0) store(g2, er.slot, o, y);
+          const size_t idx = static_cast<size_t>(members[static_cast<size_t>(j)] * H + o);
+          y_lo[idx] = y.lo;
+          y_hi[idx] = y.hi;
         }
-        if (!is_nan(y) && p.bf16_after_gemm2) y = round_to_bf16(y);
-        if (er.slot >= 0) store(g2, er.slot, o, y);
-        const size_t idx = static_cast<size_t>(members[static_cast<size_t>(j)] * H + o);
-        y_lo[idx] = y.lo;
-        y_hi[idx] = y.hi;
-      }
     }
   }
 
