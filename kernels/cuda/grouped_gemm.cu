@@ -18,6 +18,11 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
 #include "kernels/cuda/device_formats.cuh"
 #include "kernels/cuda/launch.h"
 
@@ -189,7 +194,334 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_kernel(GemmArgs g) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// Tactic "stream" (tactic 2): the same arithmetic, reorganized to keep more weight bytes in flight.
+//
+// Hypothesis it was written to test (issue #5): the split-K kernel above sits at a third of the copy
+// ceiling at decode because each warp keeps at most 4 chunks (8-byte loads per lane) in flight, the
+// block drains and synchronizes at every 16-column step, and each step re-reads the A tile from L2.
+// Measured on the H200 (docs/perf.md, GPU, 2026-11-30): the hypothesis is WRONG. This kernel streams
+// weights through a 3-7-stage cp.async ring (36-72 KB in flight per SM, deeper made no difference)
+// and is SLOWER at T <= 128 (28% of the copy ceiling against 33-35%), about equal at T = 256. Both
+// kernels deliver the same ~0.56 GB/s per resident warp (16 warps/SM here, 20 there): the limit is
+// in the per-warp dequant -> MMA instruction stream common to both, not in the global-memory
+// pipeline. Kept as a correct, bit-identical extra tactic (TACTIC sweeps it) and as the base for the
+// next experiment (more resident warps / cheaper dequant); tactic 0 stays the default.
+//
+// Layout: a block owns BN columns of one 16-row tile and ALL of K. Weights (packed FP4, 16-byte
+// cp.async; 8-byte copies when K % 32 != 0), their 128x4 scale groups and the tile's real A rows
+// stream through a STAGES-deep cp.async ring in shared memory (KS 64-element chunks per stage).
+// Each warp owns BN / WARPS columns over all of K and keeps FOUR accumulator chains: chunk c goes to
+// chain c mod 4 and the chains are summed ((c0 + c1) + c2) + c3 at the end. That is exactly the
+// split-K kernel's arithmetic (its warp w accumulates chunks w, w + 4, ... and the partials are
+// summed in warp order), with the same per-quad K permutation inside each chunk, the same
+// byte -> bf16x2 table and the same exact scale multiply: every MMA sees the same operands in the
+// same order, so the results are bit-identical to tactics 0 and 1 (checked on the device: layer
+// test, moefuzz check, and the full-size decode outputs in the bandwidth benchmark). No cross-warp
+// reduction, one __syncthreads per stage; column blocks vary fastest in the grid.
+// ---------------------------------------------------------------------------------------------
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async16_hint(void* smem, const void* gmem, int src_bytes, uint64_t policy) {
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2, %3;\n" ::"r"(d), "l"(gmem), "r"(src_bytes),
+               "l"(policy)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async8(void* smem, const void* gmem) {
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(d), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async8z(void* smem, const void* gmem, int src_bytes) {  // zero-fills past src_bytes
+  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(d), "l"(gmem), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+
+template <int BN_, int WARPS_, int KS_, int STAGES_, bool EVICT_FIRST_ = false>
+struct StreamCfg {
+  static constexpr int BN = BN_, WARPS = WARPS_, KS = KS_, STAGES = STAGES_;
+  static constexpr bool kEvictFirst = EVICT_FIRST_;  // weights streamed with an L2 evict-first policy
+  static constexpr int kThreads = 32 * WARPS;
+  static constexpr int kWarpCols = BN / WARPS;
+  static constexpr int J = kWarpCols / 8;  // n8 MMA tiles per warp
+  static_assert(kWarpCols % 16 == 0, "a warp owns whole 16-column steps");
+  static_assert(KS == 1 || KS == 2 || KS == 4, "4 / KS stages form one 4-chunk group");
+  static_assert(BN == 64 || BN % 128 == 0, "scale groups: half or whole 128-row groups");
+  static constexpr int kWRowBytes = KS * 32;  // one weight row's bytes per stage
+  static constexpr int kWBytes = BN * kWRowBytes;
+  static constexpr int kSfGroups = (BN + 127) / 128;
+  static constexpr int kSfBytes = kSfGroups * KS * 512;
+  static constexpr int kARowElems = KS * 64 + 8;  // +16 bytes: conflict-free 16-byte fragment loads
+  static constexpr int kABytes = 16 * kARowElems * 2;
+  static constexpr int kStageBytes = kWBytes + kSfBytes + kABytes;
+  static constexpr int kLutBytes = 256 * kLutCopies * 4;
+  static constexpr int kSmem = kLutBytes + STAGES * kStageBytes;
+  static constexpr int kSwzShift = KS == 2 ? 1 : 0;  // XOR swizzle of 32-byte chunk slots per row
+  static_assert((BN * 2 * KS) % kThreads == 0, "weight pieces per stage split evenly");
+  __device__ static int swz(int row, int slot) { return slot ^ ((row >> kSwzShift) & (KS - 1)); }
+};
+
+template <class C>
+__global__ void __launch_bounds__(C::kThreads, 2) grouped_gemm_stream_kernel(GemmArgs g) {
+  extern __shared__ __align__(16) uint8_t smem[];
+  uint32_t* lut = reinterpret_cast<uint32_t*>(smem);
+  uint8_t* ring = smem + C::kLutBytes;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int quad = lane & 3, group = lane >> 2;
+  const int64_t K = g.k, N = g.n, kb_count = K / 16, chunks = (kb_count + 3) / 4;
+  // Column blocks vary fastest (blockIdx.x): the blocks running at once share few tiles, so each
+  // tile's A rows are read from HBM once and then hit in L2, and one expert's weights stream in order.
+  const int64_t n_cta0 = static_cast<int64_t>(blockIdx.x) * C::BN;
+  const int num_tiles = *g.num_tiles;
+  uint64_t w_policy = 0;
+  if constexpr (C::kEvictFirst) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(w_policy));
+
+  for (int tile = blockIdx.y; tile < num_tiles; tile += gridDim.y) {
+    const int expert = g.tile_expert[tile];
+    const int64_t row0 = static_cast<int64_t>(tile) * 16;
+    const int64_t real_end = static_cast<int64_t>(g.expert_offset[expert]) + g.expert_count[expert];
+    const int64_t rows_left = real_end - row0;
+    const int n_real = rows_left <= 0 ? 0 : (rows_left >= 16 ? 16 : static_cast<int>(rows_left));
+    const uint8_t* w_e = g.w + elem_offset(static_cast<int64_t>(expert) * N * (K / 2), g.deviation);
+    const uint8_t* sf_e = g.w_sf + static_cast<int64_t>(expert) * sf_bytes_128x4(N, kb_count);
+    const int64_t nstages = (chunks + C::KS - 1) / C::KS;
+    const bool w_rows_16b_aligned = (K / 2) % 16 == 0;
+
+    auto issue_stage = [&](int64_t st) {
+      if (st < nstages) {
+        uint8_t* base = ring + (st % C::STAGES) * C::kStageBytes;
+        uint8_t* w_s = base;
+        uint8_t* sf_s = base + C::kWBytes;
+        uint8_t* a_s = base + C::kWBytes + C::kSfBytes;
+        const int64_t c0 = st * C::KS;
+#pragma unroll
+        for (int it = 0; it < C::BN * 2 * C::KS / C::kThreads; ++it) {
+          const int p = threadIdx.x + it * C::kThreads;
+          const int row = p / (2 * C::KS), pr = p % (2 * C::KS), slot = pr >> 1, h = pr & 1;
+          const int64_t n = n_cta0 + row, kb = 4 * (c0 + slot) + 2 * h;
+          uint8_t* dst = w_s + row * C::kWRowBytes + C::swz(row, slot) * 32 + h * 16;
+          if (w_rows_16b_aligned) {
+            const int64_t left = n < N ? (kb_count - kb) * 8 : 0;
+            const int bytes = left <= 0 ? 0 : (left >= 16 ? 16 : static_cast<int>(left));
+            if constexpr (C::kEvictFirst) cp_async16_hint(dst, bytes ? w_e + n * (K / 2) + kb * 8 : w_e, bytes, w_policy);
+            else cp_async16(dst, bytes ? w_e + n * (K / 2) + kb * 8 : w_e, bytes);
+          } else {  // K % 32 != 0: rows start 8-byte aligned only; one 8-byte copy per 16-element block
+#pragma unroll
+            for (int hb = 0; hb < 2; ++hb) {
+              const bool ok = n < N && kb + hb < kb_count;
+              cp_async8z(dst + 8 * hb, ok ? w_e + n * (K / 2) + (kb + hb) * 8 : w_e, ok ? 8 : 0);
+            }
+          }
+        }
+        if constexpr (C::BN >= 128) {
+          for (int p = threadIdx.x; p < C::kSfGroups * C::KS * 32; p += C::kThreads) {
+            const int gi = p / (C::KS * 32), slot = (p / 32) % C::KS, r = p % 32;
+            const int64_t c = c0 + slot;
+            const int64_t m128 = n_cta0 / 128 + gi;
+            const bool ok = c < chunks && m128 * 128 < (N + 127) / 128 * 128;
+            cp_async16(sf_s + (gi * C::KS + slot) * 512 + r * 16, ok ? sf_e + (m128 * chunks + c) * 512 + r * 16 : sf_e,
+                       ok ? 16 : 0);
+          }
+        } else {  // BN == 64: this block's half of each 128-row group, 8 bytes per 32-row line
+          const int half = static_cast<int>((n_cta0 % 128) / 64);
+          for (int p = threadIdx.x; p < C::KS * 32; p += C::kThreads) {
+            const int slot = p / 32, r = p % 32;
+            const int64_t c = c0 + slot;
+            if (c < chunks) cp_async8(sf_s + slot * 512 + r * 16 + half * 8, sf_e + ((n_cta0 / 128) * chunks + c) * 512 + r * 16 + half * 8);
+          }
+        }
+        for (int p = threadIdx.x; p < n_real * 8 * C::KS; p += C::kThreads) {
+          const int r = p / (8 * C::KS), pc = p % (8 * C::KS);
+          const int64_t k = c0 * 64 + pc * 8;
+          const bool ok = k < K;
+          const uint16_t* src = g.a + elem_offset((row0 + r) * K, g.deviation) + (ok ? k : 0);
+          cp_async16(a_s + (r * C::kARowElems + pc * 8) * 2, src, ok ? 16 : 0);
+        }
+      }
+      cp_async_commit();
+    };
+
+    // Prologue: STAGES-1 stages in flight, then (overlapping them) the table and the zero padding rows.
+#pragma unroll
+    for (int st = 0; st < C::STAGES - 1; ++st) issue_stage(st);
+    if (tile == static_cast<int>(blockIdx.y)) {
+      constexpr uint16_t kE2m1Bf16[8] = {0x0000, 0x3F00, 0x3F80, 0x3FC0, 0x4000, 0x4040, 0x4080, 0x40C0};
+      // The same table as the split-K kernel, written 4 copies (16 bytes) per store.
+      for (int i = threadIdx.x; i < 256 * kLutCopies / 4; i += C::kThreads) {
+        const int byte = i / (kLutCopies / 4);
+        const int first = (g.deviation & kDevNibbleSwap) ? (byte >> 4) : byte;  // element 0: low nibble
+        const int second = (g.deviation & kDevNibbleSwap) ? byte : (byte >> 4);
+        const uint32_t lo = kE2m1Bf16[first & 7] | ((first & 0x08) ? 0x8000u : 0u);
+        const uint32_t hi = kE2m1Bf16[second & 7] | ((second & 0x08) ? 0x8000u : 0u);
+        const uint32_t v = lo | (hi << 16);
+        reinterpret_cast<uint4*>(lut)[i] = make_uint4(v, v, v, v);
+      }
+    }
+    {  // padding rows of A read as zeros (their cp.async is skipped)
+      constexpr int kVecPerRow = C::kARowElems * 2 / 16;
+      const int pad_rows = 16 - n_real;
+      for (int p = threadIdx.x; p < C::STAGES * pad_rows * kVecPerRow; p += C::kThreads) {
+        const int stage = p / (pad_rows * kVecPerRow), rem = p % (pad_rows * kVecPerRow);
+        const int r = n_real + rem / kVecPerRow, v = rem % kVecPerRow;
+        *reinterpret_cast<uint4*>(ring + stage * C::kStageBytes + C::kWBytes + C::kSfBytes + r * C::kARowElems * 2 + v * 16) =
+            make_uint4(0, 0, 0, 0);
+      }
+    }
+
+    float acc[4][C::J][4];
+#pragma unroll
+    for (int ch = 0; ch < 4; ++ch)
+#pragma unroll
+      for (int j = 0; j < C::J; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[ch][j][i] = 0.0f;
+    const int wcol0 = warp * C::kWarpCols;  // local first column of this warp
+
+    for (int64_t s0 = 0; s0 < nstages; s0 += 4 / C::KS) {
+#pragma unroll
+      for (int u = 0; u < 4 / C::KS; ++u) {
+        const int64_t st = s0 + u;
+        if (st < nstages) {  // block-uniform
+          cp_async_wait<C::STAGES - 2>();
+          __syncthreads();
+          issue_stage(st + C::STAGES - 1);
+          const uint8_t* base = ring + (st % C::STAGES) * C::kStageBytes;
+          const uint8_t* w_s = base;
+          const uint8_t* sf_s = base + C::kWBytes;
+          const uint16_t* a_s = reinterpret_cast<const uint16_t*>(base + C::kWBytes + C::kSfBytes);
+#pragma unroll
+          for (int i = 0; i < C::KS; ++i) {
+            const int64_t c = st * C::KS + i;
+            if (c < chunks) {  // block-uniform
+              const int64_t kb = 4 * c + quad;
+              const bool valid = kb < kb_count;
+              uint32_t r0[8], r1[8];
+              {
+                const uint4* src = reinterpret_cast<const uint4*>(a_s + group * C::kARowElems + i * 64 + quad * 16);
+                const uint4 x0 = src[0], x1 = src[1];
+                r0[0] = x0.x; r0[1] = x0.y; r0[2] = x0.z; r0[3] = x0.w; r0[4] = x1.x; r0[5] = x1.y; r0[6] = x1.z; r0[7] = x1.w;
+              }
+              if (n_real > 8) {  // block-uniform; rows 8..15 of a decode tile are usually all padding
+                const uint4* src = reinterpret_cast<const uint4*>(a_s + (8 + group) * C::kARowElems + i * 64 + quad * 16);
+                const uint4 x0 = src[0], x1 = src[1];
+                r1[0] = x0.x; r1[1] = x0.y; r1[2] = x0.z; r1[3] = x0.w; r1[4] = x1.x; r1[5] = x1.y; r1[6] = x1.z; r1[7] = x1.w;
+              } else {
+#pragma unroll
+                for (int t = 0; t < 8; ++t) r1[t] = 0;
+              }
+#pragma unroll
+              for (int j = 0; j < C::J; ++j) {
+                if (n_cta0 + wcol0 + 8 * j < N) {  // warp-uniform (N is a multiple of 16)
+                  const int nl = wcol0 + 8 * j + group;
+                  const uint2 wraw = *reinterpret_cast<const uint2*>(w_s + nl * C::kWRowBytes + C::swz(nl, i) * 32 + quad * 8);
+                  const int64_t n = n_cta0 + nl;
+                  const uint8_t wsc = valid ? sf_s[(nl / 128) * (C::KS * 512) + i * 512 + (n % 32) * 16 + ((n % 128) / 32) * 4 + quad] : 0;
+                  const __nv_bfloat16 sb = __float2bfloat16_rn(e4m3_to_float_hw(wsc));  // exact
+                  const __nv_bfloat162 s2 = __halves2bfloat162(sb, sb);
+                  const uint32_t s2u = *reinterpret_cast<const uint32_t*>(&s2);
+#pragma unroll
+                  for (int s4 = 0; s4 < 4; ++s4) {
+                    const uint32_t word = s4 < 2 ? wraw.x : wraw.y;
+                    const uint32_t byte0 = (word >> (16 * (s4 & 1))) & 0xFF, byte1 = (word >> (16 * (s4 & 1) + 8)) & 0xFF;
+                    const uint32_t b0 = bf16x2_mul(lut[byte0 * kLutCopies + lane], s2u);
+                    const uint32_t b1 = bf16x2_mul(lut[byte1 * kLutCopies + lane], s2u);
+                    const uint32_t a[4] = {r0[2 * s4], r1[2 * s4], r0[2 * s4 + 1], r1[2 * s4 + 1]};
+                    mma_bf16(acc[(u * C::KS + i) & 3][j], a, b0, b1);
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    cp_async_wait<0>();
+
+    // Epilogue: the four chains in chain order (= the split-K kernel's warp order), alpha, bf16.
+#pragma unroll
+    for (int j = 0; j < C::J; ++j) {
+      const int64_t col = n_cta0 + wcol0 + 8 * j + 2 * quad;
+      if (n_cta0 + wcol0 + 8 * j < N) {
+        const int which = (g.alpha_per_expert == 2 && col >= N / 2) ? 1 : 0;
+        const float alpha = g.alpha[static_cast<int64_t>(expert) * g.alpha_per_expert + which];
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          float v[2];
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const int i = 2 * half + e;
+            v[e] = __fadd_rn(__fadd_rn(__fadd_rn(acc[0][j][i], acc[1][j][i]), acc[2][j][i]), acc[3][j][i]);
+          }
+          const int64_t row = row0 + 8 * half + group;
+          const uint32_t lo = float_to_bf16_bits(__fmul_rn(alpha, v[0]));
+          const uint32_t hi = float_to_bf16_bits(__fmul_rn(alpha, v[1]));
+          *reinterpret_cast<uint32_t*>(g.out + elem_offset(row * N, g.deviation) + col) = lo | (hi << 16);
+        }
+      }
+    }
+    __syncthreads();  // the ring is reused by the block's next tile
+  }
+}
+
+template <class C>
+void launch_stream(const PipelineConfig& cfg, const GemmArgs& args, cudaStream_t s) {
+  static const bool attr_set = [] {
+    MOEFUZZ_CUDA_CHECK(cudaFuncSetAttribute(grouped_gemm_stream_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
+    return true;
+  }();
+  (void)attr_set;
+  // Tiles that exist at most: every expert with rows has ceil(count / 16) <= 1 + count / 16 tiles, so
+  // min(experts, rows) + rows / 16 bounds num_tiles (read on the device); blocks past the real tiles
+  // exit at once, but at decode max_rows / 16 is ~8x the real tiles and empty blocks cost launches.
+  const int64_t pairs = cfg.pairs();
+  const int64_t bound = std::min<int64_t>(cfg.total_experts(), pairs) + pairs / 16;
+  const int64_t tiles = std::min<int64_t>({cfg.max_rows() / 16, std::max<int64_t>(1, bound), 65535});  // grid.y limit: blocks loop
+  const int64_t col_blocks = (args.n + C::BN - 1) / C::BN;
+  const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(tiles));
+  grouped_gemm_stream_kernel<C><<<grid, C::kThreads, C::kSmem, s>>>(args);
+  MOEFUZZ_CUDA_CHECK(cudaGetLastError());
+}
+
+// Benchmark variants of the stream tactic (BN, warps, chunks per stage, stages); 0 is the tactic's default.
+using StreamV0 = StreamCfg<128, 8, 2, 4>;
+using StreamV1 = StreamCfg<128, 4, 2, 4>;
+using StreamV2 = StreamCfg<64, 4, 2, 6>;
+using StreamV3 = StreamCfg<128, 8, 2, 5>;
+using StreamV4 = StreamCfg<128, 8, 1, 8>;
+using StreamV5 = StreamCfg<128, 8, 2, 3>;
+using StreamV6 = StreamCfg<128, 8, 2, 4, true>;
+
+std::atomic<int> g_stream_variant{-1};
+
+int current_stream_variant() {
+  int v = g_stream_variant.load();
+  if (v < 0) {
+    const char* e = std::getenv("MOEFUZZ_CUDA_STREAM_VARIANT");
+    v = e ? std::atoi(e) : 0;
+    if (v < 0 || v >= kNumStreamVariants) v = 0;
+    g_stream_variant.store(v);
+  }
+  return v;
+}
+
 void launch_gemm(const PipelineConfig& cfg, const GemmArgs& args, cudaStream_t s) {
+  if (kTactics[cfg.tactic].stream) {
+    switch (current_stream_variant()) {
+      case 1: launch_stream<StreamV1>(cfg, args, s); break;
+      case 2: launch_stream<StreamV2>(cfg, args, s); break;
+      case 3: launch_stream<StreamV3>(cfg, args, s); break;
+      case 4: launch_stream<StreamV4>(cfg, args, s); break;
+      case 5: launch_stream<StreamV5>(cfg, args, s); break;
+      case 6: launch_stream<StreamV6>(cfg, args, s); break;
+      default: launch_stream<StreamV0>(cfg, args, s); break;
+    }
+    return;
+  }
   const int rows_per_tile = kTactics[cfg.tactic].rows_per_tile;
   const int64_t max_tiles = cfg.max_rows() / rows_per_tile;
   if (max_tiles == 0) return;
@@ -201,6 +533,14 @@ void launch_gemm(const PipelineConfig& cfg, const GemmArgs& args, cudaStream_t s
 }
 
 }  // namespace
+
+void select_stream_variant(int v) { g_stream_variant.store(v >= 0 && v < kNumStreamVariants ? v : 0); }
+int stream_variant() { return current_stream_variant(); }
+std::string stream_variant_name(int v) {
+  static const char* const names[kNumStreamVariants] = {
+      "BN128 w8 ks2 st4", "BN128 w4 ks2 st4", "BN64 w4 ks2 st6", "BN128 w8 ks2 st5", "BN128 w8 ks1 st8", "BN128 w8 ks2 st3", "BN128 w8 ks2 st4 ef"};
+  return v >= 0 && v < kNumStreamVariants ? names[v] : "?";
+}
 
 void launch_gemm1(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s) {
   launch_gemm(cfg, GemmArgs{b.a1_dq, b.w13, b.w13_sf, b.alpha1, b.g1, b.tile_expert, b.num_tiles, b.expert_offset,

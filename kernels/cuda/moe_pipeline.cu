@@ -366,6 +366,33 @@ int64_t MoePipeline::gemm_min_bytes() const {
   return bytes;
 }
 
+double measure_copy_gbs(int64_t bytes, int iters) {
+  void *src = nullptr, *dst = nullptr;
+  MOEFUZZ_CUDA_CHECK(cudaMalloc(&src, static_cast<size_t>(bytes)));
+  MOEFUZZ_CUDA_CHECK(cudaMalloc(&dst, static_cast<size_t>(bytes)));
+  launch_fill_random(static_cast<uint8_t*>(src), bytes, 99, 0xFF, 0, nullptr);
+  cudaEvent_t start, stop;
+  MOEFUZZ_CUDA_CHECK(cudaEventCreate(&start));
+  MOEFUZZ_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<float> ms;
+  for (int i = 0; i < iters + 2; ++i) {  // 2 warm-ups
+    MOEFUZZ_CUDA_CHECK(cudaEventRecord(start));
+    MOEFUZZ_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice));
+    MOEFUZZ_CUDA_CHECK(cudaEventRecord(stop));
+    MOEFUZZ_CUDA_CHECK(cudaEventSynchronize(stop));
+    float t = 0;
+    MOEFUZZ_CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+    if (i >= 2) ms.push_back(t);
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  cudaFree(src);
+  cudaFree(dst);
+  std::sort(ms.begin(), ms.end());
+  const double t = ms.empty() ? 0.0 : ms[ms.size() / 2] * 1e-3;
+  return t > 0 ? 2.0 * static_cast<double>(bytes) / t / 1e9 : 0.0;
+}
+
 bool cuda_device_available(std::string* why) {
   int n = 0;
   const cudaError_t e = cudaGetDeviceCount(&n);

@@ -31,13 +31,28 @@
 
 namespace moefuzz::cuda {
 
-// GEMM tile configurations (RunOptions::tactic). Both split K over the block's 4 warps the same way,
-// so every tactic computes bit-identical results (TACTIC invariant); they differ in rows per tile.
+// GEMM tile configurations (RunOptions::tactic). Every tactic splits K into the same 4 chains
+// (64-element chunk c -> chain c mod 4, chains summed in order) with the same per-quad K permutation,
+// so every tactic computes bit-identical results (TACTIC invariant); they differ in rows per tile
+// and in how the work is spread:
+//   0: split-K kernel, 16-row tiles (4 warps = the 4 chains, 4 x 16 columns per block);
+//   1: split-K kernel, 64-row tiles (prefill);
+//   2: "stream" kernel, 16-row tiles: a block owns BN columns over all of K, weights/scales/A
+//      stream through a multi-stage cp.async ring, each warp keeps the 4 chains. Written for decode
+//      bandwidth (issue #5) but measured slower than tactic 0 at T <= 128 (docs/perf.md, GPU), so
+//      tactic 0 stays the default.
 struct Tactic {
   int rows_per_tile;  // BM: rows of one expert per tile (16 decode, 64 prefill)
+  bool stream;        // the stream kernel (grouped_gemm.cu) instead of the split-K kernel
 };
-inline constexpr int kNumTactics = 2;
-inline constexpr Tactic kTactics[kNumTactics] = {{16}, {64}};
+inline constexpr int kNumTactics = 3;
+inline constexpr Tactic kTactics[kNumTactics] = {{16, false}, {64, false}, {16, true}};
+// Tile/pipeline variants of the stream kernel (benchmarks; the tactic uses the selected one, default
+// 0 or env MOEFUZZ_CUDA_STREAM_VARIANT). All are bit-identical by construction.
+inline constexpr int kNumStreamVariants = 7;
+void select_stream_variant(int v);
+int stream_variant();
+std::string stream_variant_name(int v);
 inline constexpr int kMaxRowsPerTile = 64;
 
 // Deliberate CUDA-side bugs for the `cuda-mutant/...` kernels (cuda_mutants.cpp): each flag is a
@@ -127,6 +142,10 @@ class MoePipeline {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Device-to-device copy bandwidth in GB/s (bytes read + bytes written over the median time of
+// `iters` cudaMemcpy calls of `bytes` each): the ceiling the GEMM bandwidth is compared against.
+double measure_copy_gbs(int64_t bytes, int iters);
 
 // True when a CUDA device is present and usable (tests skip otherwise).
 bool cuda_device_available(std::string* why = nullptr);
