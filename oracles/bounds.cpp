@@ -25,18 +25,68 @@ uint8_t scale_byte_exact(float amax, float s_q) {
   return e4m3_from_float(amax * (s_q * rcp6));
 }
 
-// Range of E2M1 codes the kernel may emit for an element in [lo, hi] under block scale value sfd.
+// The fast-math outScale = rcp.approx.ftz(fl(sfd * rcp.approx.ftz(S))) (SPEC.md §1.5) is +Inf when
+// either reciprocal step lands below the smallest normal 2^-126 and is flushed (.ftz; FlashInfer JIT
+// builds with -use_fast_math, so the multiply flushes too): rcp(S) flushes when S > ~2^126, and
+// p = fl(sfd * rcp(S)) ~ amax/6 flushes for tiny blocks. Both values are within kQuantScaleRelError
+// of their exact counterparts 1/S and sfd/S (the chain behind that constant is a superset of theirs),
+// so a flush is possible iff min(1, sfd) / S * (1 - kQuantScaleRelError) < 2^-126. Found by the
+// moe_layer fuzzer: a1_scale = 3.39e38 made the CPU kernel's fc1 codes all +-6 (outScale = +Inf),
+// which the unflushed envelope did not admit.
+bool fast_math_scale_may_flush(double s_q, float sfd) {
+  return std::min(1.0, static_cast<double>(sfd)) / s_q * (1 - kQuantScaleRelError) < kUnderflowFloor;
+}
+
+// Codes the kernel may emit for an element in [lo, hi] under block scale value sfd: the range
+// [vmin, vmax] of the unflushed quantizer, plus the flushed outcomes where a flush is possible.
 struct CodeRange {
-  float vmin, vmax;  // decoded E2M1 values (code value, not times the scale)
+  float vmin, vmax;  // decoded E2M1 values (code value, not times the scale): hull of everything
+  float unflushed_min, unflushed_max;  // the unflushed quantizer's range alone
+  bool flush_pos = false, flush_neg = false;  // +6 / -6 reachable through outScale = +Inf
+  // Exact admissibility (the hull [vmin, vmax] is what bounds use; a code strictly between the
+  // unflushed range and +-6 is produced by no variant).
+  bool admits(float v) const {
+    return (v >= unflushed_min && v <= unflushed_max) || (flush_pos && v == kE2m1Max) || (flush_neg && v == -kE2m1Max);
+  }
 };
+bool is_power_of_two(double v) {
+  int e = 0;
+  return v > 0 && std::isfinite(v) && std::frexp(v, &e) == 0.5;
+}
+
+// Relative error of outScale (and so of y) against S_q / sfd: zero when both are powers of two with
+// every intermediate normal - rcp.approx.ftz.f32 is exact on powers of two [MEASURED on H200:
+// tests/gpu/cuda_probes_test.cpp, all 2^-126..2^126], the exact and reference variants divide powers
+// of two exactly, and y = x * 2^m is exact short of under/overflow (code 0 / saturation either way) -
+// so E2M1 ties are decided by the tie rule alone (the e2m1-ties-away mutant is visible); otherwise
+// kQuantScaleRelError.
+double out_scale_rel_error(double s_q, float sfd) {
+  const double ratio = s_q / static_cast<double>(sfd);
+  const bool exact = is_power_of_two(s_q) && is_power_of_two(sfd) && s_q <= 0x1p126 && s_q >= 0x1p-126 &&
+                     ratio <= 0x1p126 && ratio >= 0x1p-126;
+  return exact ? 0.0 : kQuantScaleRelError;
+}
+
 CodeRange code_range(double lo, double hi, double s_q, float sfd) {
-  if (sfd == 0.0f) return {0.0f, 0.0f};  // every code decodes to code * 0 = 0 (both zero rules)
+  if (sfd == 0.0f) return {0.0f, 0.0f, 0.0f, 0.0f};  // every code decodes to code * 0 = 0 (both zero rules)
   const double os = s_q / static_cast<double>(sfd);
   const double a = lo * os, b = hi * os;
-  const double ymin = std::min(a * (1 - kQuantScaleRelError), a * (1 + kQuantScaleRelError));
-  const double ymax = std::max(b * (1 - kQuantScaleRelError), b * (1 + kQuantScaleRelError));
+  const double rel = out_scale_rel_error(s_q, sfd);
+  const double ymin = std::min(a * (1 - rel), a * (1 + rel));
+  const double ymax = std::max(b * (1 - rel), b * (1 + rel));
   // e2m1_from_float is monotone (RN onto a monotone grid, saturating), so the ends bound the codes.
-  return {e2m1_to_float(e2m1_from_float(float_down(ymin))), e2m1_to_float(e2m1_from_float(float_up(ymax)))};
+  const float umin = e2m1_to_float(e2m1_from_float(float_down(ymin))), umax = e2m1_to_float(e2m1_from_float(float_up(ymax)));
+  CodeRange r{umin, umax, umin, umax};
+  if (fast_math_scale_may_flush(s_q, sfd)) {
+    // outScale = rcp(0) = +Inf: y = x * Inf is +-Inf (code +-6) for x != 0 and NaN (code +6,
+    // cuda_fp4.h) for x = +-0. The exact-math path under FTZ (outScale = FLT_MAX: y = x * FLT_MAX
+    // has the sign of x and saturates at 6) lands on the same codes.
+    r.flush_neg = lo < 0;
+    r.flush_pos = hi >= 0;
+    if (r.flush_neg) r.vmin = -kE2m1Max;
+    if (r.flush_pos) r.vmax = kE2m1Max;
+  }
+  return r;
 }
 
 }  // namespace
@@ -182,8 +232,7 @@ int64_t nvfp4_admits(std::span<const double> lo, std::span<const double> hi, flo
     if (zero_scale) continue;  // every code decodes to 0
     for (size_t i = 16 * b; i < 16 * b + 16; ++i) {
       const CodeRange r = code_range(lo[i], hi[i], s_q, sfd);
-      const float v = e2m1_to_float(codes[i]);
-      if (v < r.vmin || v > r.vmax) return static_cast<int64_t>(i);
+      if (!r.admits(e2m1_to_float(codes[i]))) return static_cast<int64_t>(i);
     }
   }
   return kAdmitted;

@@ -76,7 +76,8 @@ double swiglu_eval_relative_error(double z);
 // Relative error of the kernel's y = fl(x * outScale) against x * S_q / sfd over every quantizer
 // variant (SPEC.md §1.5): rcp.approx is within 1 ulp (2^-23) [MEASURED], outScale passes through at
 // most rcp, fl(*), rcp (2^-23 + 2^-24 + 2^-23) and y through one more fl (2^-24): < 2^-21 + 2^-23,
-// rounded up to 2^-20.
+// rounded up to 2^-20. This holds while rcp(S) and fl(sfd * rcp(S)) stay normal; where a fast-math
+// kernel may flush either (S above ~2^126, or amax ~ 6 * 2^-126), bounds.cpp admits outScale = +Inf.
 inline constexpr double kQuantScaleRelError = 0x1p-20;
 
 // Everything a correct quantizer may produce for one row whose elements are known to intervals.

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -64,25 +66,50 @@ std::vector<fs::path> files_in(const fs::path& dir, std::string_view prefix = ""
   return out;
 }
 
-// fork + exec with extra environment and stdout/stderr to `log_path`; returns the pid.
+// fork + exec with extra environment and stdout/stderr to `log_path`; returns the pid of a guardian
+// that leads a new process group holding the exec'd program and everything it starts (libFuzzer's
+// -fork jobs run through system()). Kill the group with kill(-pid, ...). The guardian relays the
+// program's exit status, and when this process dies, even by SIGKILL, it gets PR_SET_PDEATHSIG and
+// kills the whole group, so no fuzzer outlives its campaign.
+void kill_own_group(int) { kill(0, SIGKILL); }
+
 pid_t spawn(const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& env,
             const std::string& log_path) {
+  const pid_t campaign = getpid();
   const pid_t pid = fork();
   if (pid < 0) throw InputError("campaign: fork failed");
   if (pid == 0) {
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-      close(fd);
+    setpgid(0, 0);
+    signal(SIGUSR1, kill_own_group);
+    prctl(PR_SET_PDEATHSIG, SIGUSR1);
+    if (getppid() != campaign) kill_own_group(0);  // the campaign died before prctl
+    const pid_t program = fork();
+    if (program < 0) _exit(127);
+    if (program == 0) {
+      signal(SIGUSR1, SIG_DFL);
+      for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+      const int fd = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+        close(fd);
+      }
+      std::vector<char*> args;
+      for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
     }
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
+    int status = 0;
+    while (waitpid(program, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFSIGNALED(status)) {
+      signal(WTERMSIG(status), SIG_DFL);
+      raise(WTERMSIG(status));
+    }
+    _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 127);
   }
+  setpgid(pid, pid);  // also here: no kill(-pid) may race ahead of the child's own setpgid
   return pid;
 }
 
@@ -92,7 +119,7 @@ int wait_bounded(pid_t pid, double seconds) {
   int status = 0;
   while (waitpid(pid, &status, WNOHANG) == 0) {
     if (std::chrono::steady_clock::now() >= end) {
-      kill(pid, SIGKILL);
+      kill(-pid, SIGKILL);  // the whole group (spawn)
       waitpid(pid, &status, 0);
       return -1;
     }
@@ -257,7 +284,7 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
     // libFuzzer honours -max_total_time; this is only a backstop against a hung fuzzer.
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > o.seconds + 120)
       for (pid_t pid : pids)
-        if (pid > 0) kill(pid, SIGKILL);
+        if (pid > 0) kill(-pid, SIGKILL);  // the whole group (spawn)
   }
   harvest();
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

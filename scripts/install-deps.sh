@@ -3,7 +3,10 @@
 # Called by scripts/demo.sh and scripts/test.sh; safe to run again.
 set -euo pipefail
 PACKAGES=(
-  cmake make g++ clang libclang-rt-14-dev      # build; clang + its runtime for libFuzzer
+  cmake make g++
+  clang libclang-rt-14-dev llvm                # fuzz preset (scripts/fuzz-ci.sh): clang 14; libFuzzer and the
+                                               # ASan/UBSan runtimes (only Recommended by clang-14, so named);
+                                               # llvm-symbolizer for readable sanitizer stack traces
   libgtest-dev librapidcheck-dev libbenchmark-dev
   libboost-dev                                 # Boost.Multiprecision (header-only)
   libcli11-dev libfmt-dev nlohmann-json3-dev

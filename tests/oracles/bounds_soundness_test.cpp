@@ -1,7 +1,8 @@
 // Bound soundness: mirror kernels - written here, independently of the oracle - compute the layer the
 // way correct kernels may: fp32 accumulation in randomized orders (shuffled, pairwise, reversed,
 // tiled), two GEMM models (dequantize first; alpha epilogue), both quantizer variants (fast-math with
-// outScale perturbed by +-1 ulp as rcp.approx may be; exact), __expf-like exp perturbed by +-2 ulp,
+// both rcp.approx steps of outScale perturbed by +-1 ulp as rcp.approx may be, except on powers of two
+// where the H200 is exact; exact), __expf-like exp perturbed by +-2 ulp,
 // every built-in profile's rounding points and combine. The oracle's bound must never be exceeded,
 // whether the kernel exposes its FC1/FC2 codes (conditioned) or not.
 //
@@ -75,7 +76,14 @@ class Mirror {
     return pairwise(t, n / 2) + pairwise(t + n / 2, n - n / 2);
   }
 
-  // NVFP4 quantization of one row, fast-math (outScale +-1 ulp at random) or exact association.
+  float rcp_approx(float v) {
+    int e = 0;
+    const float r = 1.0f / v;
+    if (std::frexp(v, &e) == 0.5f) return r;  // power of two: exact
+    return ulp_step(r, static_cast<int>(next() % 3) - 1);
+  }
+
+  // NVFP4 quantization of one row, fast-math (both rcp steps +-1 ulp at random) or exact association.
   void quantize(const std::vector<float>& x, float s_q, std::vector<uint8_t>& codes, std::vector<uint8_t>& scales) {
     const bool fast = next() % 2;
     codes.assign(x.size(), 0);
@@ -92,8 +100,9 @@ class Mirror {
       if (p_.zero_scale_rule == ZeroScaleRule::kVecMaxTest ? amax == 0 : sfd == 0) {
         os = 0;
       } else {
-        os = 1.0f / (sfd * (1.0f / s_q));
-        if (fast) os = ulp_step(os, static_cast<int>(next() % 3) - 1);
+        // Fast math: both reciprocals are rcp.approx, RN +- 1 ulp at random except on powers of
+        // two, where it is exact [MEASURED: tests/gpu/cuda_probes_test.cpp].
+        os = fast ? rcp_approx(sfd * rcp_approx(s_q)) : 1.0f / (sfd * (1.0f / s_q));
       }
       for (size_t i = 16 * b; i < 16 * b + 16; ++i) codes[i] = e2m1_from_float(x[i] * os);
     }
