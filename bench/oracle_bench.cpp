@@ -35,6 +35,47 @@ void BM_OracleDot(benchmark::State& state) {
 }
 BENCHMARK(BM_OracleDot)->Arg(256)->Arg(2048)->Arg(7168);
 
+// The layer oracle's kernel: `na` decoded activation rows against 64 PACKED weight rows per call
+// (exact_dot_rows), ns per multiply-add.
+void BM_OracleDotRows(benchmark::State& state) {
+  const int64_t k = state.range(0), rows = 64;
+  const int na = static_cast<int>(state.range(1));
+  const DecodedNvfp4 a = DecodedNvfp4::from_matrix(bench_matrix(na, k, 1));
+  const Nvfp4Matrix w = bench_matrix(rows, k, 2);
+  ExactDot out[4];
+  for (auto _ : state)
+    for (int64_t r = 0; r < rows; ++r) {
+      exact_dot_rows(a, 0, na, packed_row(w, r), out);
+      benchmark::DoNotOptimize(out);
+    }
+  const double macs = static_cast<double>(state.iterations()) * static_cast<double>(rows * k * na);
+  state.counters["ns_per_mac"] = benchmark::Counter(macs * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_OracleDotRows)->Args({2048, 1})->Args({2048, 2})->Args({2048, 4})->Args({7168, 4});
+
+// Dense flip magnitudes (the unconditioned FC2 input): `na` weight vectors against 64 packed rows
+// (weighted_abs_sum_rows), ns per multiply-add.
+void BM_OracleFlipRows(benchmark::State& state) {
+  const int64_t k = state.range(0), rows = 64;
+  const int na = static_cast<int>(state.range(1));
+  const Nvfp4Matrix w = bench_matrix(rows, k, 2);
+  std::vector<std::vector<double>> r(8, std::vector<double>(static_cast<size_t>(k)));
+  const double* rp[8];
+  for (size_t j = 0; j < 8; ++j) {
+    for (size_t i = 0; i < r[j].size(); ++i) r[j][i] = static_cast<double>((i * 7 + j) % 13) * 0x1p-10;
+    rp[j] = r[j].data();
+  }
+  double out[8];
+  for (auto _ : state)
+    for (int64_t o = 0; o < rows; ++o) {
+      weighted_abs_sum_rows(rp, na, packed_row(w, o), out);
+      benchmark::DoNotOptimize(out);
+    }
+  const double macs = static_cast<double>(state.iterations()) * static_cast<double>(rows * k * na);
+  state.counters["ns_per_mac"] = benchmark::Counter(macs * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+}
+BENCHMARK(BM_OracleFlipRows)->Args({1024, 4})->Args({1024, 8})->Args({2048, 8});
+
 struct LayerSetup {
   Case c;
   RoutingDecision routing;

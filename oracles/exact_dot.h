@@ -8,9 +8,19 @@
 // n_a[b] n_w[b] (< 2^36) and summed in int64 lanes, flushed to __int128 long before overflow.
 // The result is exact; it is rounded once, to double, when read.
 //
-// Rows are decoded once into int8 "2 x code value" tables and int32 "scale x 2^9" tables (blocks
-// padded to groups of 8 and permuted to the order the AVX2 reduction produces), so the inner loop is
-// pure int8/int32/int64 SIMD (AVX2 when the CPU has it, checked at run time; a scalar loop otherwise).
+// Activation rows are decoded once into int8 "2 x code value" tables and int32 "scale x 2^9" tables:
+// within each 64-element chunk the even elements come first, then the odd ones (the order in which
+// the low and high nibbles of 32 packed bytes come out of a byte shuffle), blocks padded to groups
+// of 8 and their scales permuted to the order the AVX2 reduction produces. Weight rows are read in
+// their PACKED form (PackedNvfp4Row: nibbles + E4M3 bytes, decoded in registers), so the layer oracle
+// never materializes decoded weight matrices, and exact_dot_rows runs up to 4 activation rows against
+// one weight row, decoding each weight group once. The inner loop is pure int8/int16/int32/int64 SIMD
+// (AVX2 when the CPU has it, checked at run time; a scalar loop otherwise).
+//
+// Overflow margins of the AVX2 loops: maddubs pair sums |a|*|w| <= 2*144 (int16), two of them added
+// <= 576; a block sum |S_b| <= 2304 (int32); S_b * n_a <= 2304 * 229376 < 2^30 (int32); times n_w
+// < 2^48 per int64 lane and block, two blocks per lane per group: < 2^49 per group, flushed to
+// __int128 every 2^12 groups (< 2^61).
 //
 // Example:
 //   moefuzz::DecodedNvfp4 a = moefuzz::DecodedNvfp4::from_matrix(activations);   // [M, K]
@@ -18,8 +28,11 @@
 //   moefuzz::ExactDot d = moefuzz::exact_dot(a, 0, w, 5);
 //   double v = d.value();             // sum_i a_i w_i (no global scales), exact up to one rounding
 //   double m = d.abs_value();         // sum_i |a_i w_i|, the magnitude the rounding bounds scale with
+//   moefuzz::ExactDot four[4];        // rows 0..3 of a against packed row 5 of expert.gate, at once
+//   moefuzz::exact_dot_rows(a, 0, 4, moefuzz::packed_row(expert.gate, 5), four);
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "core/nvfp4.h"
@@ -38,6 +51,10 @@ class DecodedNvfp4 {
 
   // Overwrite one row from unpacked codes (one per element) and scale bytes (one per block).
   void set_row(int64_t r, std::span<const uint8_t> codes, std::span<const uint8_t> scale_bytes);
+  // Overwrite one row from packed codes (cols/2 bytes, low nibble first) and scale bytes.
+  void set_packed_row(int64_t r, const uint8_t* packed, const uint8_t* scale_bytes);
+  // Position of element i inside a code row (the even/odd split of each 64-element chunk).
+  static int64_t code_position(int64_t i) { return (i & ~int64_t{63}) | ((i & 1) << 5) | ((i & 63) >> 1); }
 
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
@@ -70,6 +87,26 @@ struct ExactDot {
 
 // Exact dot of row ra of `a` with row rw of `w` (same cols).
 ExactDot exact_dot(const DecodedNvfp4& a, int64_t ra, const DecodedNvfp4& w, int64_t rw);
+
+// One NVFP4 row in its stored form: cols/2 packed bytes (low nibble first), cols/16 E4M3 bytes.
+struct PackedNvfp4Row {
+  const uint8_t* packed = nullptr;
+  const uint8_t* scales = nullptr;
+  int64_t cols = 0;
+};
+inline PackedNvfp4Row packed_row(const Nvfp4Matrix& m, int64_t r) {
+  return {m.packed.data() + r * (m.cols / 2), m.scales.data() + r * (m.cols / 16), m.cols};
+}
+// Exact operand i of a packed row (e2m1 * e4m3, no global scale); NaN for a NaN scale byte.
+double packed_operand(PackedNvfp4Row w, int64_t i);
+// True when a scale byte of the row is NaN (0x7F / 0xFF).
+bool packed_row_has_nan(PackedNvfp4Row w);
+// Rows ra .. ra+na-1 (1 <= na <= 4) of `a` against packed weight row `w` (same cols): out[0..na).
+// Bit-identical to exact_dot against the decoded row; the weight's codes and scales are decoded once
+// per group for all na rows. No allocation; lengths are checked once per call.
+void exact_dot_rows(const DecodedNvfp4& a, int64_t ra, int na, PackedNvfp4Row w, ExactDot* out);
+// The portable loop exact_dot_rows is tested against.
+void exact_dot_rows_scalar(const DecodedNvfp4& a, int64_t ra, int na, PackedNvfp4Row w, ExactDot* out);
 // The portable scalar loop (the reference the SIMD loop is tested against).
 ExactDot exact_dot_scalar(const DecodedNvfp4& a, int64_t ra, const DecodedNvfp4& w, int64_t rw);
 // True when exact_dot uses the AVX2 loop on this CPU.
@@ -94,5 +131,12 @@ W4A16Dot w4a16_dot_scalar(std::span<const float> x, const DecodedNvfp4& w, int64
 // magnitude a set of code flips can move a dot product by. Accumulated in double and inflated by
 // gamma_n so rounding never makes it smaller than the exact sum. Rows with a NaN scale give NaN.
 double weighted_abs_sum(std::span<const double> r, const DecodedNvfp4& w, int64_t rw);
+// The same bound for na (1..8) weight vectors r[0..na) (each w.cols long, natural element order)
+// against one packed row: the row's |codes| and scales are decoded once for all of them. Same
+// inflation (gamma_{cols+2}) as weighted_abs_sum; NaN for every output when the row has a NaN scale.
+void weighted_abs_sum_rows(const double* const* r, int na, PackedNvfp4Row w, double* out);
+// The same bound for a sparse list of (column, weight) pairs: sum r * |operand(w, column)|, inflated
+// by gamma_{n+2} (n = list length). NaN when a listed column's block scale is NaN.
+double sparse_weighted_abs_sum(std::span<const std::pair<int32_t, double>> r, PackedNvfp4Row w);
 
 }  // namespace moefuzz

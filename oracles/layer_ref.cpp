@@ -51,11 +51,12 @@ bool fp32_may_overflow(double abs_sum, double alpha, double v, double b) {
 
 // Interval of a correct kernel's fp32 GEMM result: alpha * exact sum, accumulation in any order over
 // operands that may deviate from the decoded center by the sparse `flips` (radius per element).
-Interval gemm_interval(const ExactDot& d, double alpha, double flip_sum, int64_t k, double floor) {
+// `gk` = gamma_n(k + kGemmExtraRoundings, kFp32Unit) (hoisted out of the per-element loops).
+Interval gemm_interval(const ExactDot& d, double alpha, double flip_sum, double gk, double floor) {
   if (d.nan) return {kNaN, kNaN};
   const double v = alpha * d.value();
   const double a = std::fabs(alpha);
-  const double b = (gamma_n(static_cast<double>(k + kGemmExtraRoundings), kFp32Unit) * a * (d.abs_value() + flip_sum) +
+  const double b = (gk * a * (d.abs_value() + flip_sum) +
                     a * flip_sum) * (1 + 8 * kDoubleUnit) + floor;
   if (!std::isfinite(v) || !std::isfinite(b) || fp32_may_overflow(d.abs_value() + flip_sum, alpha, v, b)) return {kNaN, kNaN};
   return {v - b, v + b};
@@ -79,14 +80,23 @@ FlipTerms flip_terms(const std::vector<std::pair<int32_t, double>>& flips, int64
   return t;
 }
 
-// Upper bound on sum over flips of r * |w(row, i)|.
-double flip_sum(const FlipTerms& t, const DecodedNvfp4& w, int64_t row) {
-  if (t.sparse->empty()) return 0;
-  if (!t.dense.empty()) return weighted_abs_sum(t.dense, w, row);
-  double s = 0;
-  for (const auto& [i, r] : *t.sparse) s += r * std::fabs(w.operand(row, i));
-  const double n = static_cast<double>(t.sparse->size()) + 2;  // as weighted_abs_sum: never below the exact sum
-  return s * (1 + n * kDoubleUnit / (1 - n * kDoubleUnit));
+// Flip magnitudes of rows j0 .. j0+na-1 (na <= 8) against packed weight row w: dense rows together.
+void flip_sums(const std::vector<FlipTerms>& fl, int64_t j0, int na, PackedNvfp4Row w, double* out) {
+  const double* dense[8];
+  int which[8], nd = 0;
+  for (int r = 0; r < na; ++r) {
+    const FlipTerms& t = fl[static_cast<size_t>(j0 + r)];
+    if (!t.dense.empty()) {
+      dense[nd] = t.dense.data();
+      which[nd++] = r;
+    } else {
+      out[r] = sparse_weighted_abs_sum(*t.sparse, w);  // 0 for no flips
+    }
+  }
+  if (nd == 0) return;
+  double got[8];
+  weighted_abs_sum_rows(dense, nd, w, got);
+  for (int k = 0; k < nd; ++k) out[which[k]] = got[k];
 }
 
 void store(StageExpectation* st, int64_t row, int64_t col, Interval x) {
@@ -148,12 +158,14 @@ struct QuantizedInputs {
 
 // Admit the kernel's exposed codes for row `r` (if any) or cover all admissible codes.
 // Returns false (and sets `fail`) when the kernel's codes are inadmissible.
+// `env` is nvfp4_envelope(lo, hi, center, s_q), computed by the caller (FC1 shares it between the
+// rows of one token); `flips`, when given, are the unconditioned flips of env's center row.
 bool quantize_row(const char* stage, const ExpandedRow& er, int64_t j, std::span<const double> lo,
-                  std::span<const double> hi, std::span<const double> center, float s_q,
-                  const std::optional<QuantizedRows>* exposed, QuantizedInputs& q, Verdict& fail) {
+                  std::span<const double> hi, const Nvfp4Envelope& env, float s_q,
+                  const std::optional<QuantizedRows>* exposed, QuantizedInputs& q, Verdict& fail,
+                  const std::vector<std::pair<int32_t, double>>* flips = nullptr) {
   const int64_t cols = static_cast<int64_t>(lo.size());
   const bool use_kernel = exposed != nullptr && exposed->has_value() && er.slot >= 0;
-  const Nvfp4Envelope env = nvfp4_envelope(lo, hi, center, s_q);
   if (env.indeterminate) {
     q.indeterminate[static_cast<size_t>(j)] = 1;
     return true;
@@ -172,6 +184,10 @@ bool quantize_row(const char* stage, const ExpandedRow& er, int64_t j, std::span
     return true;
   }
   q.rows.set_row(j, env.center_codes, env.center_scales);
+  if (flips != nullptr) {
+    q.flips[static_cast<size_t>(j)] = *flips;
+    return true;
+  }
   for (int64_t i = 0; i < cols; ++i) {
     const double r = env.radius(static_cast<size_t>(i), q.rows.operand(j, i));
     if (r > 0) q.flips[static_cast<size_t>(j)].push_back({static_cast<int32_t>(i), r});
@@ -246,19 +262,31 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
   for (int64_t r = 0; r < R; ++r) by_expert[static_cast<size_t>(rows[static_cast<size_t>(r)].expert)].push_back(r);
 
   const Swiglu& sw = c.recipe.swiglu;
-  // Rows of one expert are processed in blocks of kRowBlock with the weight row loop outside the row
-  // loop: each decoded weight row is then read from memory once per block instead of once per row
-  // (a DeepSeek expert's decoded gate/up/down tables are ~90 MB), while the block's activation rows
-  // stay in cache.
+  struct TokenEnvelope {
+    bool have = false, have_flips = false;
+    float sq = 0;
+    Nvfp4Envelope env;
+    std::vector<std::pair<int32_t, double>> flips;
+  };
+  // FC1 envelopes are kept per token (~18 bytes per element) up to 2^23 elements of [T, H].
+  const bool memo_fc1 = !w4a16 && T * H <= (int64_t{1} << 23);
+  std::vector<TokenEnvelope> fc1_env(memo_fc1 ? static_cast<size_t>(T) : 0);
+  // W4A16: rows of one expert are processed in blocks of kRowBlock with the weight row loop outside
+  // the row loop: each decoded weight row is then read from memory once per block instead of once
+  // per row, while the block's activation rows stay in cache.
   constexpr int64_t kRowBlock = 32;
+  // W4A4: rows per exact_dot_rows call (the most it takes).
+  constexpr int64_t kDotRows = 4;
 
   for (size_t e = 0; e < c.experts.size(); ++e) {
     const std::vector<int64_t>& members = by_expert[e];
     if (members.empty()) continue;
     const int64_t n = static_cast<int64_t>(members.size());
     const ExpertWeights& W = c.experts[e];
-    const DecodedNvfp4 dg = DecodedNvfp4::from_matrix(W.gate), du = DecodedNvfp4::from_matrix(W.up),
-                       dd = DecodedNvfp4::from_matrix(W.down);
+    // W4A16 reads decoded weight rows; W4A4 reads the packed rows directly (exact_dot_rows).
+    const DecodedNvfp4 dg = w4a16 ? DecodedNvfp4::from_matrix(W.gate) : DecodedNvfp4(),
+                       du = w4a16 ? DecodedNvfp4::from_matrix(W.up) : DecodedNvfp4(),
+                       dd = w4a16 ? DecodedNvfp4::from_matrix(W.down) : DecodedNvfp4();
     const float sq1 = c.a1_scale_for(static_cast<int64_t>(e)), sq2 = c.a2_scale_for(static_cast<int64_t>(e));
     // W4A4: activations dequantize with 1/S_q; W4A16 activations carry no global scale.
     const double sda1 = w4a16 ? 1.0 : 1.0 / static_cast<double>(sq1);
@@ -267,6 +295,8 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
     const double alpha_d = sda2 * W.down.global_dequant;
     const double floor_g = gemm_floor(H, sda1, W.gate.global_dequant), floor_u = gemm_floor(H, sda1, W.up.global_dequant);
     const double floor_d = gemm_floor(I, sda2, W.down.global_dequant);
+    const double gamma_h = gamma_n(static_cast<double>(H + kGemmExtraRoundings), kFp32Unit);
+    const double gamma_i = gamma_n(static_cast<double>(I + kGemmExtraRoundings), kFp32Unit);
     const auto row_of = [&](int64_t j) -> const ExpandedRow& { return rows[static_cast<size_t>(members[static_cast<size_t>(j)])]; };
 
     QuantizedInputs qa{DecodedNvfp4(w4a16 ? 0 : n, H), std::vector<std::vector<std::pair<int32_t, double>>>(static_cast<size_t>(n)),
@@ -286,10 +316,26 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
           for (int64_t i = 0; i < H; ++i) x_all[static_cast<size_t>(j * H + i)] = static_cast<float>(xd[static_cast<size_t>(i)]);
           continue;
         }
+        // The FC1 input of a token is the same point for each of its rows: one envelope (and one
+        // set of unconditioned flips) per token and quantization scale.
+        TokenEnvelope scratch;
+        TokenEnvelope& te = memo_fc1 ? fc1_env[static_cast<size_t>(er.token)] : scratch;
+        if (!te.have || !(te.sq == sq1)) {
+          te.env = nvfp4_envelope(xd, xd, xd, sq1);
+          te.sq = sq1;
+          te.have = true;
+          te.have_flips = false;
+        }
+        const bool use_kernel = kernel != nullptr && kernel->fc1_input.has_value() && er.slot >= 0;
         Verdict fail;
-        if (!quantize_row("fc1_quant", er, j, xd, xd, xd, sq1, kernel ? &kernel->fc1_input : nullptr, qa, fail)) {
+        if (!quantize_row("fc1_quant", er, j, xd, xd, te.env, sq1, kernel ? &kernel->fc1_input : nullptr, qa, fail,
+                          te.have_flips ? &te.flips : nullptr)) {
           ref.admissibility = fail;
           return ref;
+        }
+        if (!te.have_flips && !use_kernel && !te.env.indeterminate) {
+          te.flips = qa.flips[static_cast<size_t>(j)];
+          te.have_flips = true;
         }
       }
     }
@@ -306,33 +352,55 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
       if (!std::isfinite(b) || fp32_may_overflow(d.abs_value, alpha, v, b)) return {kNaN, kNaN};
       return {v - b, v + b};
     };
-    for (int64_t j0 = 0; j0 < n; j0 += kRowBlock) {
-      const int64_t j1 = std::min(n, j0 + kRowBlock);
-      for (int64_t o = 0; o < I; ++o)
-        for (int64_t j = j0; j < j1; ++j) {
-          Interval ig, iu;
-          if (w4a16) {
+    const auto finish_gemm1 = [&](int64_t j, int64_t o, Interval ig, Interval iu) {
+      if (p.bf16_after_gemm1) {
+        if (!is_nan(ig)) ig = round_to_bf16(ig);
+        if (!is_nan(iu)) iu = round_to_bf16(iu);
+      }
+      gate[static_cast<size_t>(j * I + o)] = ig;
+      up[static_cast<size_t>(j * I + o)] = iu;
+      const ExpandedRow& er = row_of(j);
+      if (er.slot >= 0) {
+        store(g1, er.slot, o, ig);
+        store(g1, er.slot, I + o, iu);
+      }
+    };
+    if (w4a16) {
+      for (int64_t j0 = 0; j0 < n; j0 += kRowBlock) {
+        const int64_t j1 = std::min(n, j0 + kRowBlock);
+        for (int64_t o = 0; o < I; ++o)
+          for (int64_t j = j0; j < j1; ++j) {
             const std::span<const float> x(x_all.data() + j * H, static_cast<size_t>(H));
-            ig = w4(w4a16_dot(x, dg, o), alpha_g, floor_g);
-            iu = w4(w4a16_dot(x, du, o), alpha_u, floor_u);
-          } else if (qa.indeterminate[static_cast<size_t>(j)]) {
-            ig = iu = {kNaN, kNaN};
-          } else {
-            ig = gemm_interval(exact_dot(qa.rows, j, dg, o), alpha_g, flip_sum(fl1[static_cast<size_t>(j)], dg, o), H, floor_g);
-            iu = gemm_interval(exact_dot(qa.rows, j, du, o), alpha_u, flip_sum(fl1[static_cast<size_t>(j)], du, o), H, floor_u);
+            finish_gemm1(j, o, w4(w4a16_dot(x, dg, o), alpha_g, floor_g), w4(w4a16_dot(x, du, o), alpha_u, floor_u));
           }
-          if (p.bf16_after_gemm1) {
-            if (!is_nan(ig)) ig = round_to_bf16(ig);
-            if (!is_nan(iu)) iu = round_to_bf16(iu);
+      }
+    } else {
+      // Tiles of 2 x kDotRows rows against every packed weight row: the tile's decoded rows stay in
+      // L1, each weight row is read from memory once per tile and its groups are decoded once per
+      // exact_dot_rows call.
+      for (int64_t j0 = 0; j0 < n; j0 += 2 * kDotRows) {
+        const int na = static_cast<int>(std::min<int64_t>(2 * kDotRows, n - j0));
+        ExactDot dgs[2 * kDotRows], dus[2 * kDotRows];
+        double fg[2 * kDotRows], fu[2 * kDotRows];
+        for (int64_t o = 0; o < I; ++o) {
+          const PackedNvfp4Row pg = packed_row(W.gate, o), pu = packed_row(W.up, o);
+          for (int r0 = 0; r0 < na; r0 += static_cast<int>(kDotRows)) {
+            const int nr = std::min(static_cast<int>(kDotRows), na - r0);
+            exact_dot_rows(qa.rows, j0 + r0, nr, pg, dgs + r0);
+            exact_dot_rows(qa.rows, j0 + r0, nr, pu, dus + r0);
           }
-          gate[static_cast<size_t>(j * I + o)] = ig;
-          up[static_cast<size_t>(j * I + o)] = iu;
-          const ExpandedRow& er = row_of(j);
-          if (er.slot >= 0) {
-            store(g1, er.slot, o, ig);
-            store(g1, er.slot, I + o, iu);
+          flip_sums(fl1, j0, na, pg, fg);
+          flip_sums(fl1, j0, na, pu, fu);
+          for (int r = 0; r < na; ++r) {
+            const int64_t j = j0 + r;
+            if (qa.indeterminate[static_cast<size_t>(j)]) {
+              finish_gemm1(j, o, {kNaN, kNaN}, {kNaN, kNaN});
+            } else {
+              finish_gemm1(j, o, gemm_interval(dgs[r], alpha_g, fg[r], gamma_h, floor_g), gemm_interval(dus[r], alpha_u, fu[r], gamma_h, floor_u));
+            }
           }
         }
+      }
     }
 
     // ---- SwiGLU and the FC2 input of every row ----
@@ -366,7 +434,8 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
           qh.indeterminate[static_cast<size_t>(j)] = 1;
         } else {
           Verdict fail;
-          if (!quantize_row("fc2_quant", er, j, hlo, hhi, hc, sq2, kernel ? &kernel->fc2_input : nullptr, qh, fail)) {
+          if (!quantize_row("fc2_quant", er, j, hlo, hhi, nvfp4_envelope(hlo, hhi, hc, sq2), sq2,
+                            kernel ? &kernel->fc2_input : nullptr, qh, fail)) {
             ref.admissibility = fail;
             return ref;
           }
@@ -377,12 +446,20 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
     for (int64_t j = 0; j < n; ++j) fl2[static_cast<size_t>(j)] = flip_terms(qh.flips[static_cast<size_t>(j)], I);
 
     // ---- GEMM2 ----
-    for (int64_t j0 = 0; j0 < n; j0 += kRowBlock) {
-      const int64_t j1 = std::min(n, j0 + kRowBlock);
-      for (int64_t o = 0; o < H; ++o)
-        for (int64_t j = j0; j < j1; ++j) {
-          Interval y;
-          if (w4a16) {
+    const auto finish_gemm2 = [&](int64_t j, int64_t o, Interval y) {
+      if (!is_nan(y) && p.bf16_after_gemm2) y = round_to_bf16(y);
+      const ExpandedRow& er = row_of(j);
+      if (er.slot >= 0) store(g2, er.slot, o, y);
+      const size_t idx = static_cast<size_t>(members[static_cast<size_t>(j)] * H + o);
+      y_lo[idx] = y.lo;
+      y_hi[idx] = y.hi;
+    };
+    if (w4a16) {
+      for (int64_t j0 = 0; j0 < n; j0 += kRowBlock) {
+        const int64_t j1 = std::min(n, j0 + kRowBlock);
+        for (int64_t o = 0; o < H; ++o)
+          for (int64_t j = j0; j < j1; ++j) {
+            Interval y;
             if (h_nan[static_cast<size_t>(j)]) {
               y = {kNaN, kNaN};
             } else {
@@ -397,18 +474,28 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
                       ? Interval{v - b, v + b}
                       : Interval{kNaN, kNaN};
             }
-          } else if (qh.indeterminate[static_cast<size_t>(j)]) {
-            y = {kNaN, kNaN};
-          } else {
-            y = gemm_interval(exact_dot(qh.rows, j, dd, o), alpha_d, flip_sum(fl2[static_cast<size_t>(j)], dd, o), I, floor_d);
+            finish_gemm2(j, o, y);
           }
-          if (!is_nan(y) && p.bf16_after_gemm2) y = round_to_bf16(y);
-          const ExpandedRow& er = row_of(j);
-          if (er.slot >= 0) store(g2, er.slot, o, y);
-          const size_t idx = static_cast<size_t>(members[static_cast<size_t>(j)] * H + o);
-          y_lo[idx] = y.lo;
-          y_hi[idx] = y.hi;
+      }
+    } else {
+      // Tiles of 2 x kDotRows rows: the dense flip magnitudes (most of the unconditioned FC2 input's
+      // codes flip) run 8 rows per decoded weight block.
+      for (int64_t j0 = 0; j0 < n; j0 += 2 * kDotRows) {
+        const int na = static_cast<int>(std::min<int64_t>(2 * kDotRows, n - j0));
+        ExactDot ds[2 * kDotRows];
+        double fs[2 * kDotRows];
+        for (int64_t o = 0; o < H; ++o) {
+          const PackedNvfp4Row pd = packed_row(W.down, o);
+          for (int r0 = 0; r0 < na; r0 += static_cast<int>(kDotRows))
+            exact_dot_rows(qh.rows, j0 + r0, std::min(static_cast<int>(kDotRows), na - r0), pd, ds + r0);
+          flip_sums(fl2, j0, na, pd, fs);
+          for (int r = 0; r < na; ++r) {
+            const int64_t j = j0 + r;
+            finish_gemm2(j, o, qh.indeterminate[static_cast<size_t>(j)] ? Interval{kNaN, kNaN}
+                                                                         : gemm_interval(ds[r], alpha_d, fs[r], gamma_i, floor_d));
+          }
         }
+      }
     }
   }
 

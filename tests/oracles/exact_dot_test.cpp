@@ -204,5 +204,128 @@ TEST(ExactDot, W4A16BlockedLoopAgreesWithScalarLoop) {
   }
 }
 
+// Every scale byte (negative scales and both NaN bytes included) through the packed-row decoder.
+Nvfp4Matrix any_scale_matrix(int64_t rows, int64_t cols, uint64_t seed) {
+  Nvfp4Matrix m = random_matrix(rows, cols, seed, false);
+  Stream s(seed, "any_scale");
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t b = 0; b < cols / 16; ++b) {
+      uint8_t byte = static_cast<uint8_t>(s.uniform_int(static_cast<uint64_t>(r * cols + b), 0, 255));
+      if ((byte & 0x7F) == 0x7F && (r + b) % 5 != 0) byte ^= 0x01;  // NaN rows: a few, not most
+      m.scale(r, b) = byte;
+    }
+  return m;
+}
+
+// exact_dot_rows (packed weight rows, 1-4 activation rows at once) against exact_dot_rows_scalar,
+// exact_dot on the decoded weight row and the independent integer sum: partial groups, every scale
+// byte, saturated scales.
+TEST(ExactDot, PackedRowsAgreeWithDecodedDotAndIndependentSum) {
+  for (int64_t k : {16, 32, 48, 64, 80, 128, 144, 208, 1024, 2064}) {
+    for (int variant = 0; variant < 3; ++variant) {
+      const Nvfp4Matrix a = variant == 2 ? random_matrix(5, k, 31 + k, true) : any_scale_matrix(5, k, 31 + k + variant);
+      const Nvfp4Matrix w = variant == 2 ? random_matrix(4, k, 77 + k, true) : any_scale_matrix(4, k, 77 + k + variant);
+      const DecodedNvfp4 da = DecodedNvfp4::from_matrix(a), dw = DecodedNvfp4::from_matrix(w);
+      for (int64_t rw = 0; rw < 4; ++rw) {
+        const PackedNvfp4Row pw = packed_row(w, rw);
+        EXPECT_EQ(packed_row_has_nan(pw), dw.row_has_nan(rw));
+        for (int64_t i = 0; i < k; ++i) {
+          const double x = packed_operand(pw, i), y = dw.operand(rw, i);
+          ASSERT_TRUE(x == y || (std::isnan(x) && std::isnan(y))) << "K=" << k << " i=" << i;
+        }
+        for (int na = 1; na <= 4; ++na)
+          for (int64_t ra = 0; ra + na <= 5; ++ra) {
+            ExactDot fast[4], slow[4];
+            exact_dot_rows(da, ra, na, pw, fast);
+            exact_dot_rows_scalar(da, ra, na, pw, slow);
+            for (int r = 0; r < na; ++r) {
+              SCOPED_TRACE(testing::Message() << "K=" << k << " variant " << variant << " na " << na << " ra " << ra + r << " rw " << rw);
+              const ExactDot ref = exact_dot(da, ra + r, dw, rw);
+              ASSERT_EQ(fast[r].nan, ref.nan);
+              ASSERT_EQ(slow[r].nan, ref.nan);
+              ASSERT_TRUE(fast[r].sum == ref.sum && fast[r].abs_sum == ref.abs_sum);
+              ASSERT_TRUE(slow[r].sum == ref.sum && slow[r].abs_sum == ref.abs_sum);
+              if (!ref.nan) {
+                ASSERT_TRUE(ref.sum == reference_sum(a, ra + r, w, rw));
+              }
+            }
+          }
+      }
+    }
+  }
+}
+
+TEST(ExactDot, PackedRowsLongSaturatedRowsDoNotOverflow) {
+  const int64_t k = 65536;  // > 2^12 groups: exercises the int64 -> __int128 flush
+  Nvfp4Matrix a(4, k), w(1, k);
+  for (int64_t r = 0; r < 4; ++r)
+    for (int64_t i = 0; i < k; ++i) a.set_code(r, i, r % 2 == 0 ? 0x7 : 0xF);
+  for (int64_t i = 0; i < k; ++i) w.set_code(0, i, 0x7);
+  for (int64_t b = 0; b < k / 16; ++b) {
+    for (int64_t r = 0; r < 4; ++r) a.scale(r, b) = 0x7E;
+    w.scale(0, b) = 0x7E;
+  }
+  ExactDot d[4];
+  exact_dot_rows(DecodedNvfp4::from_matrix(a), 0, 4, packed_row(w, 0), d);
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(d[r].value(), (r % 2 == 0 ? 1.0 : -1.0) * 2688.0 * 2688.0 * static_cast<double>(k));
+    EXPECT_EQ(d[r].abs_value(), 2688.0 * 2688.0 * static_cast<double>(k));
+  }
+}
+
+// The multi-row flip magnitude against weighted_abs_sum on the decoded row and a long double sum.
+TEST(ExactDot, WeightedAbsSumRowsIsATightUpperBound) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const int64_t cols = 16 * static_cast<int64_t>(1 + seed * 7 % 40);
+    Nvfp4Matrix m = any_scale_matrix(2, cols, seed);
+    for (int64_t b = 0; b < cols / 16; ++b)
+      if ((m.scale(0, b) & 0x7F) == 0x7F) m.scale(0, b) = 0x38;  // row 0 finite, row 1 maybe NaN
+    const DecodedNvfp4 d = DecodedNvfp4::from_matrix(m);
+    Stream s(seed, "r");
+    std::vector<std::vector<double>> r(4, std::vector<double>(static_cast<size_t>(cols)));
+    for (size_t k = 0; k < 4; ++k)
+      for (int64_t i = 0; i < cols; ++i)
+        r[k][static_cast<size_t>(i)] = (i + static_cast<int64_t>(k)) % 3 == 0 ? 0.0 : std::fabs(s.normal(static_cast<uint64_t>(i * 4) + k)) * 1e-3;
+    const double* rp[4] = {r[0].data(), r[1].data(), r[2].data(), r[3].data()};
+    for (int64_t row = 0; row < 2; ++row)
+      for (int na = 1; na <= 4; ++na) {
+        double got[4];
+        weighted_abs_sum_rows(rp, na, packed_row(m, row), got);
+        for (int k = 0; k < na; ++k) {
+          const double one = weighted_abs_sum(r[static_cast<size_t>(k)], d, row);
+          if (d.row_has_nan(row)) {
+            EXPECT_TRUE(std::isnan(got[k]));
+            continue;
+          }
+          long double exact = 0;
+          for (int64_t i = 0; i < cols; ++i) exact += static_cast<long double>(r[static_cast<size_t>(k)][static_cast<size_t>(i)]) * std::fabs(d.operand(row, i));
+          EXPECT_GE(static_cast<long double>(got[k]), exact * (1 - 1e-18L));
+          EXPECT_LE(static_cast<long double>(got[k]), exact * (1 + 1e-12L) + 1e-300L);
+          EXPECT_LE(std::fabs(got[k] - one), 1e-12 * one + 1e-300);
+        }
+      }
+    // Sparse lists: every third column of r[0].
+    for (int64_t row = 0; row < 2; ++row) {
+      std::vector<std::pair<int32_t, double>> sparse;
+      long double exact = 0;
+      bool nan = false;
+      for (int64_t i = 0; i < cols; i += 3) {
+        sparse.push_back({static_cast<int32_t>(i), r[0][static_cast<size_t>(i)] + 1e-3});
+        const double op = d.operand(row, i);
+        nan |= std::isnan(op);
+        exact += static_cast<long double>(sparse.back().second) * std::fabs(op);
+      }
+      const double got = sparse_weighted_abs_sum(sparse, packed_row(m, row));
+      if (nan) {
+        EXPECT_TRUE(std::isnan(got));
+      } else {
+        EXPECT_GE(static_cast<long double>(got), exact * (1 - 1e-18L));
+        EXPECT_LE(static_cast<long double>(got), exact * (1 + 1e-12L) + 1e-300L);
+      }
+    }
+    EXPECT_EQ(sparse_weighted_abs_sum({}, packed_row(m, 0)), 0.0);
+  }
+}
+
 }  // namespace
 }  // namespace moefuzz
