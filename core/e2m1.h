@@ -6,6 +6,7 @@
 //   uint8_t c = moefuzz::e2m1_from_float(2.5f);   // 0x4 (2.0: tie to even)
 //   float v = moefuzz::e2m1_to_float(0xF);        // -6.0f
 #include <array>
+#include <cmath>
 #include <cstdint>
 
 namespace moefuzz {
@@ -20,9 +21,27 @@ inline constexpr std::array<float, 7> kE2m1Thresholds = {0.25f, 0.75f, 1.25f, 1.
 // to +-6, NaN becomes +6 (code 0x7). The sign is kept: -0 and negatives with |x| <= 0.25 give code
 // 0x8, as the host __nv_cvt_float_to_fp4(x, __NV_E2M1, cudaRoundNearest) does (bit-identical on all
 // 2^32 inputs, tests/core/cuda_reference_test.cpp). Whether Blackwell's cvt emits 0x8 is unverified.
-uint8_t e2m1_from_float(float x);
+// Inline: the oracle's quantization envelope rounds two interval ends per element.
+inline uint8_t e2m1_from_float(float x) {
+  if (x != x) return 0x7;  // NaN
+  const uint8_t sign = std::signbit(x) ? 0x8 : 0x0;
+  const float a = std::fabs(x);
+  uint8_t m;
+  if (a <= 0.25f) m = 0;
+  else if (a < 0.75f) m = 1;
+  else if (a <= 1.25f) m = 2;
+  else if (a < 1.75f) m = 3;
+  else if (a <= 2.5f) m = 4;
+  else if (a < 3.5f) m = 5;
+  else if (a <= 5.0f) m = 6;
+  else m = 7;
+  return sign | m;
+}
 // Exact decode of the low 4 bits of `code`.
-float e2m1_to_float(uint8_t code);
+inline float e2m1_to_float(uint8_t code) {
+  const float v = kE2m1Magnitudes[code & 0x7];
+  return (code & 0x8) ? -v : v;
+}
 // Codes 0x0 and 0x8 both mean zero; compare codes through this.
 inline uint8_t e2m1_canonical(uint8_t code) { return (code & 0x7) == 0 ? 0 : (code & 0xF); }
 

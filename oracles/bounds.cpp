@@ -67,17 +67,29 @@ double out_scale_rel_error(double s_q, float sfd) {
   return exact ? 0.0 : kQuantScaleRelError;
 }
 
-CodeRange code_range(double lo, double hi, double s_q, float sfd) {
-  if (sfd == 0.0f) return {0.0f, 0.0f, 0.0f, 0.0f};  // every code decodes to code * 0 = 0 (both zero rules)
-  const double os = s_q / static_cast<double>(sfd);
-  const double a = lo * os, b = hi * os;
-  const double rel = out_scale_rel_error(s_q, sfd);
-  const double ymin = std::min(a * (1 - rel), a * (1 + rel));
-  const double ymax = std::max(b * (1 - rel), b * (1 + rel));
+// What code_range needs of one (S_q, block scale) pair, computed once per block and byte rather than
+// once per element (is_power_of_two and the flush test were a third of an envelope).
+struct BlockQuant {
+  bool zero;     // sfd == 0: every code decodes to 0 (both zero rules)
+  double os;     // S_q / sfd
+  double rel;    // out_scale_rel_error
+  bool flush;    // fast_math_scale_may_flush
+  BlockQuant(double s_q, float sfd)
+      : zero(sfd == 0.0f),
+        os(zero ? 0.0 : s_q / static_cast<double>(sfd)),
+        rel(zero ? 0.0 : out_scale_rel_error(s_q, sfd)),
+        flush(!zero && fast_math_scale_may_flush(s_q, sfd)) {}
+};
+
+CodeRange code_range(double lo, double hi, const BlockQuant& q) {
+  if (q.zero) return {0.0f, 0.0f, 0.0f, 0.0f};
+  const double a = lo * q.os, b = hi * q.os;
+  const double ymin = std::min(a * (1 - q.rel), a * (1 + q.rel));
+  const double ymax = std::max(b * (1 - q.rel), b * (1 + q.rel));
   // e2m1_from_float is monotone (RN onto a monotone grid, saturating), so the ends bound the codes.
   const float umin = e2m1_to_float(e2m1_from_float(float_down(ymin))), umax = e2m1_to_float(e2m1_from_float(float_up(ymax)));
   CodeRange r{umin, umax, umin, umax};
-  if (fast_math_scale_may_flush(s_q, sfd)) {
+  if (q.flush) {
     // outScale = rcp(0) = +Inf: y = x * Inf is +-Inf (code +-6) for x != 0 and NaN (code +6,
     // cuda_fp4.h) for x = +-0. The exact-math path under FTZ (outScale = FLT_MAX: y = x * FLT_MAX
     // has the sign of x and saturates at 6) lands on the same codes.
@@ -94,19 +106,6 @@ CodeRange code_range(double lo, double hi, double s_q, float sfd) {
 double gamma_n(double n, double u) {
   const double nu = n * u;
   return nu >= 1 ? kInf : nu / (1 - nu);
-}
-
-float float_down(double x) {
-  if (std::isnan(x)) return static_cast<float>(x);
-  float f = static_cast<float>(x);
-  if (static_cast<double>(f) > x) f = std::nextafter(f, -std::numeric_limits<float>::infinity());
-  return f;
-}
-float float_up(double x) {
-  if (std::isnan(x)) return static_cast<float>(x);
-  float f = static_cast<float>(x);
-  if (static_cast<double>(f) < x) f = std::nextafter(f, std::numeric_limits<float>::infinity());
-  return f;
 }
 
 Interval round_to_bf16(Interval x) {
@@ -195,16 +194,18 @@ Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double>
     }
     for (int byte = blo; byte <= bhi; ++byte) {
       const float sfd = e4m3_to_float(static_cast<uint8_t>(byte));
+      const BlockQuant q(s_q, sfd);
       for (size_t i = 16 * b; i < 16 * b + 16; ++i) {
-        const CodeRange r = code_range(lo[i], hi[i], s_q, sfd);
+        const CodeRange r = code_range(lo[i], hi[i], q);
         env.lo[i] = std::min(env.lo[i], static_cast<double>(r.vmin) * sfd);
         env.hi[i] = std::max(env.hi[i], static_cast<double>(r.vmax) * sfd);
       }
     }
     // Representative: the center point quantized under bc, clamped into bc's admissible codes.
     const float sfd_c = e4m3_to_float(bc);
+    const BlockQuant qc(s_q, sfd_c);
     for (size_t i = 16 * b; i < 16 * b + 16; ++i) {
-      const CodeRange r = code_range(lo[i], hi[i], s_q, sfd_c);
+      const CodeRange r = code_range(lo[i], hi[i], qc);
       float v = 0.0f;
       if (sfd_c != 0.0f) {
         const float y = static_cast<float>(static_cast<double>(static_cast<float>(center[i])) * (s_q / static_cast<double>(sfd_c)));
@@ -230,8 +231,9 @@ int64_t nvfp4_admits(std::span<const double> lo, std::span<const double> hi, flo
     const bool byte_ok = zero_scale ? env.scale_lo[b] == 0 : (kb <= 0x7E && kb >= env.scale_lo[b] && kb <= env.scale_hi[b]);
     if (!byte_ok) return -1 - static_cast<int64_t>(b);
     if (zero_scale) continue;  // every code decodes to 0
+    const BlockQuant q(s_q, sfd);
     for (size_t i = 16 * b; i < 16 * b + 16; ++i) {
-      const CodeRange r = code_range(lo[i], hi[i], s_q, sfd);
+      const CodeRange r = code_range(lo[i], hi[i], q);
       if (!r.admits(e2m1_to_float(codes[i]))) return static_cast<int64_t>(i);
     }
   }

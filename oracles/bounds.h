@@ -15,6 +15,7 @@
 // Example:
 //   double g = moefuzz::gamma_n(1024 + moefuzz::kGemmExtraRoundings, moefuzz::kFp32Unit);
 //   moefuzz::Interval y = moefuzz::round_to_bf16({v - b, v + b});   // after a bf16 rounding point
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -52,9 +53,26 @@ struct Interval {
   static Interval around(double c, double r) { return {c - r, c + r}; }
 };
 
-// Largest float <= x and smallest float >= x (x finite or infinite).
-float float_down(double x);
-float float_up(double x);
+// Largest float <= x and smallest float >= x (x finite or infinite; NaN stays NaN). Inline and
+// nextafter-free: the quantization envelope calls them twice per element and bound.
+inline float float_down(double x) {
+  float f = static_cast<float>(x);
+  if (static_cast<double>(f) > x) {  // one step toward -inf (false for NaN)
+    if (f == 0.0f) return -0x1p-149f;
+    const uint32_t b = std::bit_cast<uint32_t>(f);
+    f = std::bit_cast<float>(f > 0.0f ? b - 1 : b + 1);
+  }
+  return f;
+}
+inline float float_up(double x) {
+  float f = static_cast<float>(x);
+  if (static_cast<double>(f) < x) {  // one step toward +inf
+    if (f == 0.0f) return 0x1p-149f;
+    const uint32_t b = std::bit_cast<uint32_t>(f);
+    f = std::bit_cast<float>(f > 0.0f ? b + 1 : b - 1);
+  }
+  return f;
+}
 // The interval a value in `x` occupies after RN to bf16 (monotone, so the ends map outward).
 Interval round_to_bf16(Interval x);
 
