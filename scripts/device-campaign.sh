@@ -39,7 +39,7 @@ for k in range(n):
     if d: dec = [a + int(b) for a, b in zip(dec, d[1].split())]
 print(f"soundness: {cases} cases in {n} shards, {elems} output elements, max error/bound {mx}, exit codes {rcs}")
 print("error/bound histogram 0 | (0,1e-3] | (1e-3,1e-2] | (1e-2,0.1] | (0.1,0.5] | (0.5,1]:", hist)
-print("conditioned bound/|expected| decades 0 | <1e-8 | [1e-8,1e-7) ... [1e2,1e3) | >=1e3:", dec)
+print("conditioned bound/|expected| decades 0 | <1e-8 | [1e-8,1e-7) ... [10,100) | >=100:", dec)
 PY
 fi
 cp "$W"/sound.*.log "$W/" 2>/dev/null; tar czf "$OUT/logs.tgz" -C "$W" . 2>/dev/null

@@ -325,9 +325,9 @@ TEST(BoundsSoundness, MirrorKernelsNeverExceedTheBound) {
                            static_cast<double>(st.tightness.size());
     std::printf("conditioned bound/|expected|: median %.3g p90 %.3g p99 %.3g; fraction >= 1 (would admit 0): %.4f\n", q(0.5), q(0.9),
                 q(0.99), vacuous);
-    // Additive across shards: counts per decade, 0 | <1e-8 | [1e-8,1e-7) ... [1e2,1e3) | >=1e3.
+    // Additive across shards: counts per decade, 0 | <1e-8 | [1e-8,1e-7) ... [10,100) | >= 100.
     int64_t dec[13] = {};
-    for (double t : st.tightness) dec[t == 0 ? 0 : t < 1e-8 ? 1 : t >= 1e3 ? 12 : 2 + static_cast<int>(std::floor(std::log10(t) + 8))]++;
+    for (double t : st.tightness) dec[t == 0 ? 0 : t < 1e-8 ? 1 : t >= 1e2 ? 12 : 2 + static_cast<int>(std::floor(std::log10(t) + 8))]++;
     std::printf("tightness decades:");
     for (int64_t d : dec) std::printf(" %lld", static_cast<long long>(d));
     std::printf("\n");
