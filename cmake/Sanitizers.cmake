@@ -13,5 +13,14 @@ function(moefuzz_instrument target)
     target_link_options(${target} PUBLIC -fsanitize=address,undefined)
   elseif(MOEFUZZ_SANITIZE STREQUAL "fuzz-coverage")
     target_compile_options(${target} PUBLIC $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=fuzzer-no-link>)
+    # Executables other than the fuzz targets (the CLI, tests, replay runners) still call the coverage
+    # hooks compiled into the libraries; without ASan nothing defines them, so they link libFuzzer's
+    # no-main runtime (the fuzz targets get the full runtime from MOEFUZZ_FUZZ_ENGINE instead).
+    get_target_property(_type ${target} TYPE)
+    if(_type STREQUAL "EXECUTABLE" AND NOT target IN_LIST MOEFUZZ_FUZZ_TARGETS)
+      execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-runtime-dir OUTPUT_VARIABLE _rt
+                      OUTPUT_STRIP_TRAILING_WHITESPACE)
+      target_link_libraries(${target} PRIVATE "${_rt}/libclang_rt.fuzzer_no_main-${CMAKE_SYSTEM_PROCESSOR}.a")
+    endif()
   endif()
 endfunction()

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <string>
 
 #include "core/bf16.h"
@@ -43,10 +44,44 @@ double gemm_floor(int64_t k, double sda, double sdw) {
 // in where they fold the global scales into the operands (raw products, alpha-scaled, or one S_d
 // folded), so the test allows a folding factor up to 2^20 beyond max(1, |alpha|): past it nothing can
 // be said (the element is left to FINITE, like any non-finite intermediate). Found by the moe_layer
-// fuzzer: a bf16-max activation (3.4e38) in W4A16 made the kernel's GEMM1 overflow.
+// fuzzer: a bf16-max activation (3.4e38) in W4A16 made the kernel's GEMM1 overflow. The same
+// allowance covers alpha itself: a global scale edited to 3e38 makes fl32(S_a * S_w) = Inf, and
+// Inf * (an all-zero accumulator) = NaN in a correct kernel although the exact product is 0 (found by
+// the H200 GPU campaign, on the CPU kernel too: corpora/moe_layer_fuzzer seeds).
 bool fp32_may_overflow(double abs_sum, double alpha, double v, double b) {
   constexpr double kFp32Max = 0x1.fffffep127;
-  return abs_sum * std::max(1.0, std::fabs(alpha)) >= kFp32Max * 0x1p-20 || std::fabs(v) + b >= kFp32Max;
+  const double a = std::max(1.0, std::fabs(alpha));
+  return a >= kFp32Max * 0x1p-20 || abs_sum * a >= kFp32Max * 0x1p-20 || std::fabs(v) + b >= kFp32Max;
+}
+
+// W4A16 kernels may apply a block's scale after the block's 16-term partial sum of x_k * code_k
+// (kernels/cpu/cpu_gemm.cpp does). A zero block scale hides that partial from the dequantized
+// magnitude fp32_may_overflow sees, yet Inf * 0 = NaN in a correct kernel: found by the moe_layer
+// campaign on the H200 host (a 3e38 activation against a zero gate block scale). True when a
+// zero-scale block of weight row `row` may see its raw partial reach the overflow range:
+// 6 * sum_k (|center_k| + radius_k) >= 2^-20 FLT_MAX (|code| <= 6; radius empty = a point input).
+bool zero_scale_partial_may_overflow(std::span<const float> center, std::span<const float> radius, const Nvfp4Matrix& w,
+                                     int64_t row) {
+  constexpr double kLimit = 0x1.fffffep127 * 0x1p-20;
+  const int64_t blocks = w.cols / 16;
+  for (int64_t b = 0; b < blocks; ++b) {
+    if (e4m3_to_float(w.scales[static_cast<size_t>(row * blocks + b)]) != 0.0f) continue;
+    double m = 0;
+    for (int64_t k = b * 16; k < b * 16 + 16; ++k)
+      m += std::fabs(static_cast<double>(center[static_cast<size_t>(k)])) +
+           (radius.empty() ? 0.0 : static_cast<double>(radius[static_cast<size_t>(k)]));
+    if (6 * m >= kLimit) return true;
+  }
+  return false;
+}
+
+// The cheap pre-test of zero_scale_partial_may_overflow over a whole input row (a row sum bounds
+// every block sum), so ordinary rows never scan the weight scales.
+bool row_may_overflow_a_partial(std::span<const float> center, std::span<const float> radius) {
+  double m = 0;
+  for (size_t k = 0; k < center.size(); ++k)
+    m += std::fabs(static_cast<double>(center[k])) + (radius.empty() ? 0.0 : static_cast<double>(radius[k]));
+  return 6 * m >= 0x1.fffffep127 * 0x1p-20;
 }
 
 // Interval of a correct kernel's fp32 GEMM result: alpha * exact sum, accumulation in any order over
@@ -366,12 +401,20 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
       }
     };
     if (w4a16) {
+      std::vector<uint8_t> x_big(static_cast<size_t>(n));
+      for (int64_t j = 0; j < n; ++j)
+        x_big[static_cast<size_t>(j)] = row_may_overflow_a_partial({x_all.data() + j * H, static_cast<size_t>(H)}, {});
       for (int64_t j0 = 0; j0 < n; j0 += kRowBlock) {
         const int64_t j1 = std::min(n, j0 + kRowBlock);
         for (int64_t o = 0; o < I; ++o)
           for (int64_t j = j0; j < j1; ++j) {
             const std::span<const float> x(x_all.data() + j * H, static_cast<size_t>(H));
-            finish_gemm1(j, o, w4(w4a16_dot(x, dg, o), alpha_g, floor_g), w4(w4a16_dot(x, du, o), alpha_u, floor_u));
+            Interval ig = w4(w4a16_dot(x, dg, o), alpha_g, floor_g), iu = w4(w4a16_dot(x, du, o), alpha_u, floor_u);
+            if (x_big[static_cast<size_t>(j)]) {
+              if (zero_scale_partial_may_overflow(x, {}, W.gate, o)) ig = {kNaN, kNaN};
+              if (zero_scale_partial_may_overflow(x, {}, W.up, o)) iu = {kNaN, kNaN};
+            }
+            finish_gemm1(j, o, ig, iu);
           }
       }
     } else {
@@ -455,6 +498,10 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
       y_hi[idx] = y.hi;
     };
     if (w4a16) {
+      std::vector<uint8_t> h_big(static_cast<size_t>(n));
+      for (int64_t j = 0; j < n; ++j)
+        h_big[static_cast<size_t>(j)] = row_may_overflow_a_partial({hc_all.data() + j * I, static_cast<size_t>(I)},
+                                                                   {hr_all.data() + j * I, static_cast<size_t>(I)});
       for (int64_t j0 = 0; j0 < n; j0 += kRowBlock) {
         const int64_t j1 = std::min(n, j0 + kRowBlock);
         for (int64_t o = 0; o < H; ++o)
@@ -470,7 +517,8 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
               const double v = alpha_d * d.value;
               const double b = (gamma_n(static_cast<double>(I + kGemmExtraRoundings), kFp32Unit) * a * (d.abs_value + fs) +
                                 a * (fs + d.error_bound)) * (1 + 8 * kDoubleUnit) + floor_d;
-              y = std::isfinite(v) && std::isfinite(b) && !fp32_may_overflow(d.abs_value + fs, alpha_d, v, b)
+              y = std::isfinite(v) && std::isfinite(b) && !fp32_may_overflow(d.abs_value + fs, alpha_d, v, b) &&
+                          !(h_big[static_cast<size_t>(j)] && zero_scale_partial_may_overflow(hcf, hrf, W.down, o))
                       ? Interval{v - b, v + b}
                       : Interval{kNaN, kNaN};
             }

@@ -139,11 +139,14 @@ int detect_gpus() {
   return n;
 }
 
-// libFuzzer's status lines: "#123: cov: 45 ft: 67 corp: 8 exec/s: 900 oom/timeout/crash: 0/0/2 ..."
-// (fork mode) or "#123 NEW cov: 45 ft: 67 corp: 8/1Kb ... exec/s: 900 ..." (single process).
-void parse_log(const std::string& text, FuzzCampaignSummary& s) {
-  static const std::regex kJob(R"(^#(\d+))"), kCov(R"(cov: (\d+))"), kFt(R"(ft: (\d+))"), kCorp(R"(corp: (\d+))"),
-      kRate(R"(exec/s:? (\d+))"), kCrash(R"(oom/timeout/crash: \d+/\d+/(\d+))"), kSem(R"(moefuzz-features: (reached .*))"),
+}  // namespace
+
+// libFuzzer's status lines: "#1271: cov: 45 ft: 67 corp: 8 exec/s 89 oom/timeout/crash: 0/0/2 time: 19s
+// job: 4 dft_time: 0" (fork mode: "#N" counts the executions of all jobs so far, "job:" the jobs) or
+// "#123 NEW cov: 45 ft: 67 corp: 8/1Kb ... exec/s: 900 ..." (one process: "#N" counts executions).
+void accumulate_libfuzzer_log(const std::string& text, FuzzCampaignSummary& s) {
+  static const std::regex kRuns(R"(^#(\d+))"), kJob(R"( job: (\d+))"), kCov(R"(cov: (\d+))"), kFt(R"(ft: (\d+))"),
+      kCorp(R"(corp: (\d+))"), kCrash(R"(oom/timeout/crash: \d+/\d+/(\d+))"), kSem(R"(moefuzz-features: (reached .*))"),
       kUnits(R"(stat::number_of_executed_units: (\d+))");
   std::istringstream in(text);
   std::string line, last;
@@ -156,18 +159,16 @@ void parse_log(const std::string& text, FuzzCampaignSummary& s) {
   }
   if (last.empty()) return;
   auto num = [&](const std::regex& re) -> int64_t { return std::regex_search(last, m, re) ? std::stoll(m[1]) : 0; };
-  // Fork mode numbers its status lines by job ("#155: ... job: 155"), not by execution.
-  const bool fork_mode = last.find(" job: ") != std::string::npos;
+  const bool fork_mode = std::regex_search(last, m, kJob);
   if (fork_mode) s.jobs += num(kJob);
-  s.execs += units > 0 ? units : (fork_mode ? 0 : num(kJob));
+  // The parent's cumulative count in fork mode; a single process's final stats when it printed them.
+  s.execs += fork_mode || units == 0 ? num(kRuns) : units;
   s.coverage = std::max(s.coverage, num(kCov));
   s.features = std::max(s.features, num(kFt));
   s.corpus = std::max(s.corpus, num(kCorp));
   s.crashes += num(kCrash);
-  s.execs_per_second += static_cast<double>(num(kRate));
 }
 
-}  // namespace
 
 std::string fuzz_target_binary(const std::string& bin_dir, const std::string& target) {
   if (target.empty() || target.find('/') != std::string::npos)
@@ -268,7 +269,11 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
       if (read_text(clog).find("moefuzz-fuzz: finding saved to") == std::string::npos) s.unconverted.push_back(c.string());
       write_file_atomically(marker, "");
     }
-    for (auto& f : harvest_findings(raw, findings, o.kernel, o.shrink_seconds, log)) s.findings.push_back(f);
+    const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    for (auto& f : harvest_findings(raw, findings, o.kernel, o.shrink_seconds, log)) {
+      f.found_within = now;
+      s.findings.push_back(f);
+    }
   };
   size_t alive = pids.size();
   while (alive > 0) {
@@ -288,8 +293,9 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
   }
   harvest();
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (int p = 0; p < procs; ++p) parse_log(read_text(fmt::format("{}/fuzzer-{}.log", logs, p)), s);
-  if (s.execs > 0 && s.execs_per_second == 0) s.execs_per_second = static_cast<double>(s.execs) / s.seconds;
+  for (int p = 0; p < procs; ++p) accumulate_libfuzzer_log(read_text(fmt::format("{}/fuzzer-{}.log", logs, p)), s);
+  // Throughput of the whole campaign (libFuzzer's own exec/s is an average of the last job's).
+  if (s.execs > 0) s.execs_per_second = static_cast<double>(s.execs) / s.seconds;
 
   // Merge: minimize the corpus into corpus.new, then swap (the old corpus survives a kill mid-way).
   const std::string merged = dir + "/corpus.new";
@@ -322,7 +328,9 @@ std::string format_fuzz_summary(const FuzzCampaignSummary& s) {
                      s.execs_per_second, s.coverage, s.features, s.corpus, s.crashes);
   if (!s.semantic.empty()) out += "  semantic: " + s.semantic + "\n";
   if (s.findings.empty()) out += "  no new findings\n";
-  for (const auto& f : s.findings) out += fmt::format("  FINDING {}: {}\n    {}\n    REPRO: moefuzz replay {}\n", f.signature, f.path, f.after, f.path);
+  for (const auto& f : s.findings)
+    out += fmt::format("  FINDING {} (found within {:.0f} s): {}\n    {}\n    REPRO: moefuzz replay {}\n", f.signature, f.found_within,
+                       f.path, f.after, f.path);
   for (const auto& u : s.unconverted) out += fmt::format("  crash input without a recipe (a real crash?): {}\n", u);
   return out;
 }
@@ -332,7 +340,8 @@ nlohmann::json fuzz_summary_json(const FuzzCampaignSummary& s) {
                       {"jobs", s.jobs}, {"execs", s.execs}, {"execs_per_second", s.execs_per_second}, {"coverage", s.coverage},
                       {"features", s.features}, {"corpus", s.corpus}, {"crashes", s.crashes}, {"semantic", s.semantic}};
   j["findings"] = nlohmann::json::array();
-  for (const auto& f : s.findings) j["findings"].push_back({{"signature", f.signature}, {"path", f.path}, {"raw", f.raw}, {"after", f.after}});
+  for (const auto& f : s.findings) j["findings"].push_back({{"signature", f.signature}, {"path", f.path}, {"raw", f.raw}, {"after", f.after},
+                                  {"found_within_s", f.found_within}});
   j["unconverted"] = s.unconverted;
   return j;
 }

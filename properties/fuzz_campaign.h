@@ -42,6 +42,8 @@ struct FuzzFinding {
   std::string path;              // DIR/findings/<signature>.moefuzz
   std::string raw;               // the raw recipe it was shrunk from
   std::string after;             // shape_summary of the shrunk recipe
+  double found_within = 0;       // campaign seconds when it was harvested (polled each second, so an
+                                 // upper bound on the time to find it; 0 outside a campaign)
 };
 
 struct FuzzCampaignSummary {
@@ -68,6 +70,11 @@ std::vector<FuzzFinding> harvest_findings(const std::string& raw_dir, const std:
 
 // The path of the target binary for `target` under bin_dir; throws InputError when absent.
 std::string fuzz_target_binary(const std::string& bin_dir, const std::string& target);
+
+// Adds one libFuzzer process's log (its last status line, its final stats) to `s`: execs, fork jobs,
+// coverage, features, corpus, crashes and the target's semantic-coverage line. execs_per_second is
+// left to the caller (total execs over the campaign's wall time).
+void accumulate_libfuzzer_log(const std::string& text, FuzzCampaignSummary& s);
 
 std::string format_fuzz_summary(const FuzzCampaignSummary& s);
 nlohmann::json fuzz_summary_json(const FuzzCampaignSummary& s);

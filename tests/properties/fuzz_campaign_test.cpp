@@ -51,5 +51,40 @@ TEST(FuzzCampaign, HarvestDeduplicatesBySignatureAndResumes) {
   fs::remove_all(dir);
 }
 
+// Status lines as libFuzzer prints them (captured from moe_layer_fuzzer -fork=1 and a plain run): in
+// fork mode "#N" is the executions of all jobs so far, not the job number (the H200 campaign summary
+// once reported 40,744 "fork jobs" and 0 execs from this confusion).
+TEST(FuzzCampaign, ReadsExecutionsAndJobsFromLibFuzzerLogs) {
+  FuzzCampaignSummary s;
+  accumulate_libfuzzer_log(
+      "#226: cov: 10221 ft: 10221 corp: 11 exec/s 113 oom/timeout/crash: 0/0/0 time: 2s job: 1 dft_time: 0\n"
+      "#1271: cov: 16641 ft: 17678 corp: 445 exec/s 89 oom/timeout/crash: 0/0/3 time: 19s job: 4 dft_time: 0\n",
+      s);
+  EXPECT_EQ(s.execs, 1271);
+  EXPECT_EQ(s.jobs, 4);
+  EXPECT_EQ(s.coverage, 16641);
+  EXPECT_EQ(s.features, 17678);
+  EXPECT_EQ(s.corpus, 445);
+  EXPECT_EQ(s.crashes, 3);
+  // A second process adds its executions, jobs and crashes; coverage is the larger of the two.
+  accumulate_libfuzzer_log("#500: cov: 100 ft: 200 corp: 10 exec/s 50 oom/timeout/crash: 0/0/1 time: 9s job: 2 dft_time: 0\n", s);
+  EXPECT_EQ(s.execs, 1771);
+  EXPECT_EQ(s.jobs, 6);
+  EXPECT_EQ(s.coverage, 16641);
+  EXPECT_EQ(s.crashes, 4);
+
+  FuzzCampaignSummary one;  // a single process: its final stats win over the last status line
+  accumulate_libfuzzer_log(
+      "#2048\tpulse  cov: 120 ft: 300 corp: 20/4Kb lim: 4096 exec/s: 1024 rss: 40Mb\n"
+      "#2100\tNEW    cov: 121 ft: 301 corp: 21/4Kb lim: 4096 exec/s: 1000 rss: 40Mb L: 9/40 MS: 1 Custom-\n"
+      "moefuzz-features: reached 17 of 120 semantic buckets\n"
+      "stat::number_of_executed_units: 2200\n",
+      one);
+  EXPECT_EQ(one.execs, 2200);
+  EXPECT_EQ(one.jobs, 0);
+  EXPECT_EQ(one.coverage, 121);
+  EXPECT_EQ(one.semantic, "reached 17 of 120 semantic buckets");
+}
+
 }  // namespace
 }  // namespace moefuzz
