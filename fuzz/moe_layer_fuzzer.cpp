@@ -4,7 +4,7 @@
 //   $MOEFUZZ_KERNEL      registry name, mutant (mutant/z1-rsf-twice) or plugin .so path; default `cpu`
 //   $MOEFUZZ_INVARIANTS  comma-separated invariant codes; default kCheapInvariants below
 // Semantic features: mode x flags, shapes around tile boundaries, value profiles, edits, zero-token
-// experts and duplicate ids (the CPU route stage, kernels/cpu/cpu_stages.h), and per invariant its
+// experts and duplicate ids (the routing of the kernel's own baseline run), and per invariant its
 // outcome and error/bound ratio bucket.
 #include <algorithm>
 #include <cstddef>
@@ -15,13 +15,11 @@
 
 #include "core/case.h"
 #include "core/errors.h"
-#include "core/profile.h"
 #include "fuzz/finding.h"
 #include "fuzz/recipe_bytes.h"
 #include "fuzz/recipe_mutator.h"
 #include "fuzz/semantic_features.h"
 #include "fuzz/target_kernel.h"
-#include "kernels/cpu/cpu_stages.h"
 #include "properties/check_engine.h"
 
 namespace {
@@ -66,11 +64,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!kernel.supports(r).empty()) return 0;
   fuzz::note_recipe(r);
   const Case c = materialize(r);
-  if (cpu::cpu_supports(r).empty()) {
-    const cpu::CpuConfig cfg = cpu::make_cpu_config(r, profile_by_name(kernel.profile()), RunOptions{});
-    fuzz::note_routing(r, cpu::cpu_route(c, cfg));
-  }
   const CaseReport rep = check_case(kernel, c, options());
+  if (rep.baseline) fuzz::note_routing(r, rep.baseline->routing);  // the kernel's own decisions
   for (const Verdict& v : rep.verdicts) {
     const uint32_t i = registry_index(v.invariant);
     fuzz::note(fuzz::Feature::kOutcome, i * 4 + static_cast<uint32_t>(v.outcome));

@@ -48,7 +48,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const Profile& profile = profile_by_name(kernel.profile());
 
   // The check engine first: it turns kernel exceptions and crashes into findings.
-  const CaseReport rep = check_case(kernel, c, options());
+  CaseReport rep = check_case(kernel, c, options());
   for (size_t i = 0; i < rep.verdicts.size(); ++i) {
     fuzz::note(fuzz::Feature::kOutcome, static_cast<uint32_t>(i + 1) * 4 + static_cast<uint32_t>(rep.verdicts[i].outcome));
     fuzz::note_ratio(static_cast<uint32_t>(i + 1), rep.verdicts[i].max_ratio);
@@ -57,10 +57,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::report_finding(r, rep.first_failure(), fuzz::target_kernel_name());
     return 0;
   }
-  const GuardedRun run = run_guarded(kernel, c, RunOptions{});
+  // STRUCT's baseline run when it ran (the same guarded run with default options), else a new one.
+  const LayerResult run = rep.baseline ? std::move(*rep.baseline) : run_guarded(kernel, c, RunOptions{}).result;
   RoutingCheck rc;
   try {
-    rc = check_routing(c, profile, run.result.routing);
+    rc = check_routing(c, profile, run.routing);
   } catch (const std::exception& e) {  // the recipe is valid: the oracle must not reject it
     fuzz::report_finding(r, Verdict::fail("ORACLE", "route", std::string("check_routing threw: ") + e.what()),
                          fuzz::target_kernel_name());
@@ -70,7 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (uint8_t t : rc.near_tie) ties += t;
   fuzz::note(fuzz::Feature::kNearTie,
              static_cast<uint32_t>(r.routing.mode) * 3 + static_cast<uint32_t>(std::min<int64_t>(ties, 2)));
-  fuzz::note_routing(r, run.result.routing);
+  fuzz::note_routing(r, run.routing);
   fuzz::note_ratio(0, rc.verdict.max_ratio);
   if (rc.verdict.failed()) fuzz::report_finding(r, rc.verdict, fuzz::target_kernel_name());
   return 0;

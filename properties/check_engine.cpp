@@ -44,6 +44,7 @@ CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& o
     rep.verdicts.push_back(v);
     if (v.failed() && options.stop_at_first_failure) break;
   }
+  rep.baseline = ctx.take_baseline();
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return rep;
 }

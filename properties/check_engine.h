@@ -8,6 +8,7 @@
 //   moefuzz::CaseReport rep = moefuzz::check_case(*kernel, c, o);
 //   if (rep.failed()) std::cout << moefuzz::format_failure_report(c.recipe, rep.first_failure(), ...);
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,9 @@ struct CheckOptions {
 struct CaseReport {
   std::vector<Verdict> verdicts;  // one per selected invariant, in registry order
   double seconds = 0;
+  // The kernel's guarded run on the case when an invariant needed it (most do), for callers that
+  // would otherwise run the kernel again (the fuzz targets); empty when no invariant ran it.
+  std::optional<LayerResult> baseline;
   bool failed() const;
   const Verdict& first_failure() const;  // precondition: failed()
 };

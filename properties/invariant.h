@@ -50,6 +50,9 @@ class CheckContext {
   // (routing, quantized codes) only, so the output bound covers every rounding from the inputs on.
   OracleEvaluation evaluate(const Case& c, const LayerResult& r) const;
   const OracleEvaluation& oracle_end_to_end();
+  // Hands the baseline run over (when an invariant computed it) so a caller that needs the run as
+  // well - a fuzz target - does not run the kernel again. The context must not be used afterwards.
+  std::optional<LayerResult> take_baseline() { return std::move(baseline_); }
 
  private:
   const Kernel& kernel_;
