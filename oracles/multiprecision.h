@@ -4,9 +4,9 @@
 // against every bound they feed (the tightest is the fp32 unit roundoff 2^-24). Converting a result to
 // double adds at most 2^-53 relative; callers that derive bounds add that explicitly.
 //
-// No fast double path is provided: the routing and activation oracles call these on at most
-// T*E scores per case, which costs microseconds each (measured in tests/oracles), and a double libm
-// path would need a per-platform accuracy proof (glibc's exp/log1p ulp tables are not a contract).
+// These are the reference: the routing scores try a double-double evaluation first
+// (oracles/fast_scores.h) and come here only when its rounding test cannot decide, with bit-identical
+// results either way (docs/decisions.md). libm is never trusted for accuracy.
 //
 // Example:
 //   moefuzz::HighPrecision s = moefuzz::hp_sigmoid(-3.5);          // 1 / (1 + e^3.5)
