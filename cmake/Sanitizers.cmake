@@ -25,10 +25,12 @@ function(moefuzz_instrument target)
   endif()
 endfunction()
 
-# Numeric inner loops (GEMMs, dot products, the FC2 scale estimate) whose comparisons are loop bounds
-# and table indices, not input-dependent decisions: tracing those comparisons cost about a third of a
-# routing_fuzzer execution under the fuzz preset (perf, docs/perf.md) and guides nothing, so the fuzz
-# presets keep edge coverage there but drop trace-cmp. Call in the folder that defines the target.
+# Numeric inner loops (GEMMs, dot products, the FC2 scale estimate, bf16 rounding) and the value
+# generators (whose comparisons test random bits the fuzzer does not control): their comparisons are
+# loop bounds, table indices and bit patterns, not decisions an input can steer. Tracing them cost
+# about a third of a routing_fuzzer execution under the fuzz preset (perf, docs/perf.md) and guides
+# nothing, so the fuzz presets keep edge coverage there but drop trace-cmp. Call in the folder that
+# defines the target.
 function(moefuzz_numeric_loops)
   if(MOEFUZZ_SANITIZE MATCHES "^fuzz")
     set_property(SOURCE ${ARGN} APPEND PROPERTY COMPILE_OPTIONS $<$<COMPILE_LANGUAGE:CXX>:-fno-sanitize-coverage=trace-cmp>)

@@ -18,29 +18,42 @@ namespace {
 constexpr int64_t kEstimateBudget = int64_t{1} << 21;
 constexpr int64_t kSampledPairs = 8;
 
-// Dot product of a row (already widened to double) with one dequantized NVFP4 row, in double (exact
-// products, one rounding per addition in a fixed order). Reads the packed bytes directly: this is the
-// estimate's hot loop.
-double dot_row(const std::vector<double>& x, const Nvfp4Matrix& m, int64_t row) {
+// N dot products of a row x (already widened to double) with rows of dequantized NVFP4 matrices (the
+// same width), each in double with exact products and one rounding per addition in a fixed order:
+// per block, the 16 products summed in element order, then acc += block * scale. The N sums are
+// interleaved only so that their addition chains overlap; each is bit for bit what a one-row loop
+// gives. Reads the packed bytes directly: this is the estimate's hot loop.
+template <int N>
+void dot_rows(const std::vector<double>& x, const Nvfp4Matrix* const (&m)[N], const int64_t (&row)[N], double (&out)[N]) {
   static const std::array<double, 16> kCodeValue = [] {
     std::array<double, 16> v{};
     for (uint8_t c = 0; c < 16; ++c) v[c] = e2m1_to_float(c);
     return v;
   }();
-  const uint8_t* packed = m.packed.data() + row * (m.cols / 2);
-  double acc = 0;
-  for (int64_t b = 0; b < m.blocks_per_row(); ++b) {
-    const double scale = static_cast<double>(e4m3_to_float(m.scale(row, b))) * m.global_dequant;
-    const uint8_t* bytes = packed + b * (kNvfp4BlockSize / 2);
-    const double* xb = x.data() + b * kNvfp4BlockSize;
-    double block = 0;
-    for (int64_t j = 0; j < kNvfp4BlockSize / 2; ++j) {
-      block += xb[2 * j] * kCodeValue[bytes[j] & 0xF];
-      block += xb[2 * j + 1] * kCodeValue[bytes[j] >> 4];
-    }
-    acc += block * scale;
+  const double* cv = kCodeValue.data();
+  const uint8_t* packed[N];
+  double acc[N];
+  for (int i = 0; i < N; ++i) {
+    packed[i] = m[i]->packed.data() + row[i] * (m[i]->cols / 2);
+    acc[i] = 0;
   }
-  return acc;
+  for (int64_t b = 0; b < m[0]->blocks_per_row(); ++b) {
+    const double* xb = x.data() + b * kNvfp4BlockSize;
+    double block[N] = {};
+    for (int64_t j = 0; j < kNvfp4BlockSize / 2; ++j) {
+      const double x0 = xb[2 * j], x1 = xb[2 * j + 1];
+      for (int i = 0; i < N; ++i) {
+        const uint8_t byte = packed[i][b * (kNvfp4BlockSize / 2) + j];
+        block[i] += x0 * cv[byte & 0xF];
+        block[i] += x1 * cv[byte >> 4];
+      }
+    }
+    for (int i = 0; i < N; ++i) {
+      const double scale = static_cast<double>(e4m3_to_float(m[i]->scale(row[i], b))) * m[i]->global_dequant;
+      acc[i] += block[i] * scale;
+    }
+  }
+  for (int i = 0; i < N; ++i) out[i] = acc[i];
 }
 
 // Per-expert variant of a global scale (see the header): S / (1 + n/8), or S / {1, 2} under thresholds.
@@ -100,11 +113,21 @@ double estimate_fc2_input_amax(const CaseRecipe& r, std::span<const uint16_t> hi
     const int64_t offset = full ? 0 : s.uniform_int(static_cast<uint64_t>(p) * 3 + 2, 0, inter / rows - 1);
     std::vector<double> x(static_cast<size_t>(h));
     for (int64_t i = 0; i < h; ++i) x[static_cast<size_t>(i)] = bf16_to_float(hidden[static_cast<size_t>(t * h + i)]);
-    for (int64_t j = 0; j < rows; ++j) {
+    const ExpertWeights& w = experts[static_cast<size_t>(e)];
+    const auto fold = [&](double g, double u) { amax = std::max(amax, std::fabs(g) * (std::min(std::fabs(u), limit) + beta)); };
+    int64_t j = 0;
+    for (; j + 1 < rows; j += 2) {  // rows j and j+1, gate and up: four chains, folded in row order
+      const int64_t n0 = full ? j : offset + j * (inter / rows), n1 = full ? j + 1 : offset + (j + 1) * (inter / rows);
+      double d[4];
+      dot_rows<4>(x, {&w.gate, &w.up, &w.gate, &w.up}, {n0, n0, n1, n1}, d);
+      fold(d[0], d[1]);
+      fold(d[2], d[3]);
+    }
+    if (j < rows) {
       const int64_t n = full ? j : offset + j * (inter / rows);
-      const double g = dot_row(x, experts[static_cast<size_t>(e)].gate, n);
-      const double u = dot_row(x, experts[static_cast<size_t>(e)].up, n);
-      amax = std::max(amax, std::fabs(g) * (std::min(std::fabs(u), limit) + beta));
+      double d[2];
+      dot_rows<2>(x, {&w.gate, &w.up}, {n, n}, d);
+      fold(d[0], d[1]);
     }
   }
   return amax;

@@ -35,7 +35,8 @@ class CheckContext {
   const Case& base_case() const { return case_; }
   const Profile& profile() const { return profile_; }
   const RunOptions& options() const { return opts_; }
-  // content_hash of the input case when the context was made (before any kernel ran).
+  // case_fingerprint (kernels/canary.h: word-wise, cheaper than the byte-wise content_hash) of the input case
+  // when the context was made (before any kernel ran).
   uint64_t input_hash_at_start() const { return input_hash_; }
   // The kernel's run on the base case (guarded: poisoned outputs, canary bands), computed once.
   const LayerResult& baseline();

@@ -47,7 +47,7 @@ Invariant make_canary_invariant() {
   inv.check = [](CheckContext& ctx) -> Verdict {
     const Case& c = ctx.base_case();
     if (!ctx.baseline_fault().empty()) return Verdict::fail("CANARY", "output", ctx.baseline_fault());
-    if (content_hash(c) != ctx.input_hash_at_start()) return Verdict::fail("CANARY", "input", "the kernel modified its input tensors");
+    if (case_fingerprint(c) != ctx.input_hash_at_start()) return Verdict::fail("CANARY", "input", "the kernel modified its input tensors");
     RunOptions other = ctx.options();
     other.poison_bits = 0xFFC0DEADu;  // a second NaN payload: outputs must not depend on the fill
     const GuardedRun g = run_guarded(ctx.kernel(), c, other);
