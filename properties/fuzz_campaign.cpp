@@ -318,6 +318,12 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
     log << "campaign: corpus merge failed (see logs/merge.log); corpus kept unmerged\n";
   }
   s.corpus = static_cast<int64_t>(files_in(corpus).size());
+  // Semantic regions of the merged corpus: the merge runs every corpus input through the target in
+  // one process, which prints the buckets it reached at exit (fuzz/semantic_features.h). Fork-mode
+  // jobs print theirs into libFuzzer's temporary job logs, which the parent does not keep.
+  FuzzCampaignSummary merge_run;
+  accumulate_libfuzzer_log(read_text(logs + "/merge.log"), merge_run);
+  if (!merge_run.semantic.empty()) s.semantic = merge_run.semantic + " by the merged corpus";
   write_file_atomically(dir + "/summary.json", fuzz_summary_json(s).dump(2) + "\n");
   return s;
 }
