@@ -170,6 +170,33 @@ void accumulate_libfuzzer_log(const std::string& text, FuzzCampaignSummary& s) {
 }
 
 
+std::vector<std::string> libfuzzer_flags_from_options(const std::string& options_path) {
+  std::ifstream in(options_path);
+  if (!in) return {};
+  const fs::path dir = fs::absolute(fs::path(options_path)).parent_path();
+  std::vector<std::string> flags;
+  std::string line, section;
+  while (std::getline(in, line)) {
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#' || line[first] == ';') continue;
+    line = line.substr(first, line.find_last_not_of(" \t\r") - first + 1);
+    if (line.front() == '[') {
+      section = line;
+      continue;
+    }
+    const auto eq = line.find('=');
+    if (section != "[libfuzzer]" || eq == std::string::npos) continue;
+    std::string key = line.substr(0, eq), value = line.substr(eq + 1);
+    key.erase(key.find_last_not_of(" \t") + 1);
+    value.erase(0, value.find_first_not_of(" \t"));
+    if (key.empty() || key.find_first_not_of("abcdefghijklmnopqrstuvwxyz_0123456789") != std::string::npos)
+      throw InputError(fmt::format("{}: '{}' is not a libFuzzer flag name", options_path, key));
+    if (key == "dict" && !fs::path(value).is_absolute()) value = (dir / value).string();
+    flags.push_back("-" + key + "=" + value);
+  }
+  return flags;
+}
+
 std::string fuzz_target_binary(const std::string& bin_dir, const std::string& target) {
   if (target.empty() || target.find('/') != std::string::npos)
     throw InputError(fmt::format("campaign: --target '{}' must be a fuzz target name such as moe_layer", target));
@@ -236,6 +263,10 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
   s.kernel = o.kernel;
   std::string seeds = o.seed_dir;
   if (seeds.empty() && fs::is_directory("corpora/" + s.target)) seeds = "corpora/" + s.target;
+  // The target's settings as ClusterFuzz reads them: <name>.options beside the binary, else fuzz/.
+  std::string options = fs::path(bin).string() + ".options";
+  if (!fs::exists(options)) options = "fuzz/" + s.target + ".options";
+  const std::vector<std::string> option_flags = libfuzzer_flags_from_options(options);
 
   const int gpus = o.gpus >= 0 ? o.gpus : detect_gpus();
   const int procs = std::max(1, std::min(o.workers, gpus));
@@ -245,15 +276,17 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
     const int forks = o.workers / procs + (p < o.workers % procs ? 1 : 0);
     std::vector<std::string> argv = {bin, fmt::format("-fork={}", forks), "-ignore_crashes=1",
                                      fmt::format("-max_total_time={}", static_cast<int64_t>(std::ceil(o.seconds))),
-                                     "-artifact_prefix=" + crashes + "/", "-print_final_stats=1", corpus};
+                                     "-artifact_prefix=" + crashes + "/", "-print_final_stats=1"};
+    argv.insert(argv.end(), option_flags.begin(), option_flags.end());
+    argv.push_back(corpus);
     if (!seeds.empty()) argv.push_back(seeds);
     std::vector<std::pair<std::string, std::string>> env = {{"MOEFUZZ_KERNEL", o.kernel}, {"MOEFUZZ_FINDINGS_DIR", raw}};
     if (gpus > 0) env.emplace_back("CUDA_VISIBLE_DEVICES", std::to_string(p));
     pids.push_back(spawn(argv, env, fmt::format("{}/fuzzer-{}.log", logs, p)));
   }
   s.processes = procs;
-  log << fmt::format("campaign: {} process(es) of {} (-fork={} in all, {}s), kernel {}, corpus {}\n", procs, bin, o.workers,
-                     o.seconds, o.kernel, corpus);
+  log << fmt::format("campaign: {} process(es) of {} (-fork={} in all, {}s), kernel {}, corpus {}{}\n", procs, bin, o.workers,
+                     o.seconds, o.kernel, corpus, option_flags.empty() ? "" : ", options " + options);
 
   // Poll: convert crash inputs into recipes and shrink new signatures while the fuzzers run.
   std::set<std::string> converted;

@@ -68,6 +68,11 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& options, std::o
 std::vector<FuzzFinding> harvest_findings(const std::string& raw_dir, const std::string& findings_dir,
                                           const std::string& kernel, double shrink_seconds, std::ostream& log);
 
+// libFuzzer flags from a target's .options file (ClusterFuzz's format: `key = value` lines under a
+// [libfuzzer] section; # comments): {"-max_len=4096", "-dict=/abs/fuzz/x.dict", ...}, a relative
+// dict resolved beside the file. {} when the file does not exist; InputError for a malformed key.
+std::vector<std::string> libfuzzer_flags_from_options(const std::string& options_path);
+
 // The path of the target binary for `target` under bin_dir; throws InputError when absent.
 std::string fuzz_target_binary(const std::string& bin_dir, const std::string& target);
 

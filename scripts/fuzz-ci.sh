@@ -40,14 +40,21 @@ for t in "${targets[@]}"; do
   echo "  $t: $(grep -c '^Executed ' "$work/$t.replay.log") inputs replayed, 0 findings"
 done
 
+# The target's libFuzzer settings from fuzz/<target>.options (ClusterFuzz's `key = value` lines under
+# [libfuzzer], as `moefuzz campaign` reads them), a relative dict resolved in fuzz/.
+options() {
+  sed -n '/^\[libfuzzer\]/,/^\[/p' "$root/fuzz/$1.options" | grep -E '^[a-z_]+ *=' |
+    sed -E 's/^([a-z_]+) *= *(.*)$/-\1=\2/; s|^-dict=([^/].*)$|-dict='"$root"'/fuzz/\1|'
+}
+
 # fuzz TARGET KERNEL SECONDS LOG [SEEDS]: new inputs go to a scratch corpus, never into corpora/.
 fuzz() {
   local t="$1" kernel="$2" s="$3" log="$4" seeds="${5-$root/corpora/$1}"
   mkdir -p "$work/$t.corpus.$kernel_tag" "$work/$t.artifacts.$kernel_tag"
+  # shellcheck disable=SC2046  # one flag per line, none with spaces
   MOEFUZZ_KERNEL="$kernel" MOEFUZZ_FINDINGS_DIR="$work/$t.artifacts.$kernel_tag" \
-    "$bin/$t" -max_total_time="$s" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 \
-    -dict="$root/fuzz/$t.dict" -max_len=4096 -artifact_prefix="$work/$t.artifacts.$kernel_tag/" \
-    "$work/$t.corpus.$kernel_tag" $seeds > "$log" 2>&1
+    "$bin/$t" -max_total_time="$s" -timeout=30 -rss_limit_mb=2048 -print_final_stats=1 $(options "$t") \
+    -artifact_prefix="$work/$t.artifacts.$kernel_tag/" "$work/$t.corpus.$kernel_tag" $seeds > "$log" 2>&1
 }
 
 stamp "fuzz each target ${secs}s on cpu ($jobs at a time)"

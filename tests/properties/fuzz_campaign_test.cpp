@@ -3,7 +3,9 @@
 // them) are deduplicated by signature and shrunk, also on resume.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "core/case.h"
 #include "core/errors.h"
@@ -84,6 +86,33 @@ TEST(FuzzCampaign, ReadsExecutionsAndJobsFromLibFuzzerLogs) {
   EXPECT_EQ(one.jobs, 0);
   EXPECT_EQ(one.coverage, 121);
   EXPECT_EQ(one.semantic, "reached 17 of 120 semantic buckets");
+}
+
+TEST(FuzzCampaign, ReadsTheTargetsOptionsFileLikeClusterFuzz) {
+  const fs::path dir = fs::temp_directory_path() / "moefuzz-options-test";
+  fs::create_directories(dir);
+  const std::string path = (dir / "t_fuzzer.options").string();
+  {
+    std::ofstream f(path);
+    f << "[libfuzzer]\n# a comment\nmax_len = 4096\ndict = t_fuzzer.dict\n  entropic=0  \n\n[asan]\ndetect_leaks = 0\n";
+  }
+  const std::vector<std::string> flags = libfuzzer_flags_from_options(path);
+  ASSERT_EQ(flags.size(), 3u);
+  EXPECT_EQ(flags[0], "-max_len=4096");
+  EXPECT_EQ(flags[1], "-dict=" + (fs::absolute(dir) / "t_fuzzer.dict").string());
+  EXPECT_EQ(flags[2], "-entropic=0");  // [asan] is not libFuzzer's
+  EXPECT_TRUE(libfuzzer_flags_from_options((dir / "missing.options").string()).empty());
+  {
+    std::ofstream f(path);
+    f << "[libfuzzer]\n-max_len; rm = 1\n";
+  }
+  EXPECT_THROW(libfuzzer_flags_from_options(path), InputError);
+  // The repository's own files parse, and each names its dictionary.
+  for (const char* t : {"recipe_parser_fuzzer", "nvfp4_fuzzer", "routing_fuzzer", "moe_layer_fuzzer"}) {
+    const std::vector<std::string> own = libfuzzer_flags_from_options(std::string(MOEFUZZ_SOURCE_DIR) + "/fuzz/" + t + ".options");
+    EXPECT_TRUE(std::any_of(own.begin(), own.end(), [](const std::string& x) { return x.rfind("-dict=", 0) == 0; })) << t;
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace
