@@ -108,11 +108,6 @@ double gamma_n(double n, double u) {
   return nu >= 1 ? kInf : nu / (1 - nu);
 }
 
-Interval round_to_bf16(Interval x) {
-  return {static_cast<double>(moefuzz::round_to_bf16(float_down(x.lo))),
-          static_cast<double>(moefuzz::round_to_bf16(float_up(x.hi)))};
-}
-
 double swiglu(double gate, double up, const Swiglu& s) {
   const double g = std::min(gate, s.limit);
   const double v = std::clamp(up, -s.limit, s.limit) + s.beta;

@@ -20,6 +20,7 @@
 #include <span>
 #include <vector>
 
+#include "core/bf16.h"
 #include "core/profile.h"
 #include "core/recipe.h"
 
@@ -73,8 +74,12 @@ inline float float_up(double x) {
   }
   return f;
 }
-// The interval a value in `x` occupies after RN to bf16 (monotone, so the ends map outward).
-Interval round_to_bf16(Interval x);
+// The interval a value in `x` occupies after RN to bf16 (monotone, so the ends map outward). Inline:
+// the oracle applies it to every element of each bf16 rounding point.
+inline Interval round_to_bf16(Interval x) {
+  return {static_cast<double>(moefuzz::round_to_bf16(float_down(x.lo))),
+          static_cast<double>(moefuzz::round_to_bf16(float_up(x.hi)))};
+}
 
 // SwiGLU with optional clamp (recipe Swiglu): g' = min(g, L), v = clamp(u, -L, L) + beta,
 // out = g' sigmoid(alpha g') v, evaluated in double (error <= kOracleTranscendentalError relative).
