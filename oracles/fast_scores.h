@@ -5,9 +5,9 @@
 // functions (0.4-1.2 us) evaluate f in double-double arithmetic (error-free transformations; Joldes,
 // Muller & Popescu, "Tight and rigorous error bounds for basic building blocks of double-word
 // arithmetic", ACM TOMS 2017) with a relative error below 2^-85 (derivation in fast_scores.cpp),
-// then apply Ziv's rounding test with a
-// margin of 2^-80: when every real within the margin rounds to the same double, that double IS the
-// correctly rounded value - the one the 50-digit evaluation (error ~2^-160) rounds to as well. When
+// then apply Ziv's rounding test with a margin of 2^-80: when every real within the margin rounds to
+// the same double, that double IS the correctly rounded value - the one the 50-digit evaluation
+// (error ~2^-160) rounds to as well. When
 // the test cannot decide (the value lies within 2^-80 of a rounding boundary: probability ~2^-27 per
 // score) or an argument is outside the analysed range, they return false and the caller uses Boost.
 // So the oracle's results are bit-identical with or without this file (tests/oracles/fast_scores_test
