@@ -116,7 +116,7 @@ DoubleDouble exp_dd(double hi, double lo) {
 }
 
 // log1p(t) for t = e^-|x| in [e^-660, 1] (a normalized pair). t <= 1/16: the alternating series
-// t (1 - t (1/2 - t (1/3 - ...))) to 25 terms (truncation t^25/25 < 2^-104 t; every partial stays
+// t (1 - t (1/2 - t (1/3 - ...))) to 25 terms (truncation t^26/26 < 2^-100 t; every partial stays
 // within 1/16 of 1, so each of the ~75 operations adds < 2^-101 relative: < 2^-94 in all). t > 1/16:
 // y = log(1 + t) >= 2^-4.06 by two Newton steps on e^y = z from libm's log (only a starting point:
 // the a-posteriori test |r2| <= 2^-45 decides whether the result is used). With r2 = z e^-y1 - 1,
