@@ -48,40 +48,43 @@ double gemm_floor(int64_t k, double sda, double sdw) {
 // allowance covers alpha itself: a global scale edited to 3e38 makes fl32(S_a * S_w) = Inf, and
 // Inf * (an all-zero accumulator) = NaN in a correct kernel although the exact product is 0 (found by
 // the H200 GPU campaign, on the CPU kernel too: corpora/moe_layer_fuzzer seeds).
+constexpr double kFp32Max = 0x1.fffffep127;
+constexpr double kFoldingWatch = kFp32Max * 0x1p-20;  // past it an intermediate may overflow
+
 bool fp32_may_overflow(double abs_sum, double alpha, double v, double b) {
-  constexpr double kFp32Max = 0x1.fffffep127;
   const double a = std::max(1.0, std::fabs(alpha));
-  return a >= kFp32Max * 0x1p-20 || abs_sum * a >= kFp32Max * 0x1p-20 || std::fabs(v) + b >= kFp32Max;
+  return a >= kFoldingWatch || abs_sum * a >= kFoldingWatch || std::fabs(v) + b >= kFp32Max;
+}
+
+// 6 * sum over [begin, end) of |center_k| + radius_k: the largest raw partial of x_k * code_k there
+// (|code| <= 6; radius empty = a point input).
+double raw_partial_bound(std::span<const float> center, std::span<const float> radius, size_t begin, size_t end) {
+  double m = 0;
+  for (size_t k = begin; k < end; ++k)
+    m += std::fabs(static_cast<double>(center[k])) + (radius.empty() ? 0.0 : static_cast<double>(radius[k]));
+  return 6 * m;
 }
 
 // W4A16 kernels may apply a block's scale after the block's 16-term partial sum of x_k * code_k
 // (kernels/cpu/cpu_gemm.cpp does). A zero block scale hides that partial from the dequantized
 // magnitude fp32_may_overflow sees, yet Inf * 0 = NaN in a correct kernel: found by the moe_layer
 // campaign on the H200 host (a 3e38 activation against a zero gate block scale). True when a
-// zero-scale block of weight row `row` may see its raw partial reach the overflow range:
-// 6 * sum_k (|center_k| + radius_k) >= 2^-20 FLT_MAX (|code| <= 6; radius empty = a point input).
+// zero-scale block of weight row `row` may see its raw partial reach the overflow range (>= 2^-20
+// FLT_MAX, the allowance of fp32_may_overflow).
 bool zero_scale_partial_may_overflow(std::span<const float> center, std::span<const float> radius, const Nvfp4Matrix& w,
                                      int64_t row) {
-  constexpr double kLimit = 0x1.fffffep127 * 0x1p-20;
   const int64_t blocks = w.cols / 16;
-  for (int64_t b = 0; b < blocks; ++b) {
-    if (e4m3_to_float(w.scales[static_cast<size_t>(row * blocks + b)]) != 0.0f) continue;
-    double m = 0;
-    for (int64_t k = b * 16; k < b * 16 + 16; ++k)
-      m += std::fabs(static_cast<double>(center[static_cast<size_t>(k)])) +
-           (radius.empty() ? 0.0 : static_cast<double>(radius[static_cast<size_t>(k)]));
-    if (6 * m >= kLimit) return true;
-  }
+  for (int64_t b = 0; b < blocks; ++b)
+    if (e4m3_to_float(w.scales[static_cast<size_t>(row * blocks + b)]) == 0.0f &&
+        raw_partial_bound(center, radius, static_cast<size_t>(b * 16), static_cast<size_t>(b * 16 + 16)) >= kFoldingWatch)
+      return true;
   return false;
 }
 
 // The cheap pre-test of zero_scale_partial_may_overflow over a whole input row (a row sum bounds
 // every block sum), so ordinary rows never scan the weight scales.
 bool row_may_overflow_a_partial(std::span<const float> center, std::span<const float> radius) {
-  double m = 0;
-  for (size_t k = 0; k < center.size(); ++k)
-    m += std::fabs(static_cast<double>(center[k])) + (radius.empty() ? 0.0 : static_cast<double>(radius[k]));
-  return 6 * m >= 0x1.fffffep127 * 0x1p-20;
+  return raw_partial_bound(center, radius, 0, center.size()) >= kFoldingWatch;
 }
 
 // Interval of a correct kernel's fp32 GEMM result: alpha * exact sum, accumulation in any order over

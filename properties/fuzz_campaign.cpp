@@ -169,7 +169,6 @@ void accumulate_libfuzzer_log(const std::string& text, FuzzCampaignSummary& s) {
   s.crashes += num(kCrash);
 }
 
-
 std::vector<std::string> libfuzzer_flags_from_options(const std::string& options_path) {
   std::ifstream in(options_path);
   if (!in) return {};
