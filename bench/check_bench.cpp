@@ -36,7 +36,8 @@ std::vector<Case> case_pool(gen::ShapeClass shapes, const Kernel& k, size_t n) {
   return pool;
 }
 
-void check_throughput(benchmark::State& state, gen::ShapeClass shapes, size_t pool_size, const char* invariants) {
+void check_throughput(benchmark::State& state, gen::ShapeClass shapes, size_t pool_size,
+                      const char* invariants) {
   const auto k = make_kernel("cpu");
   const std::vector<Case> pool = case_pool(shapes, *k, pool_size);
   CheckOptions o;

@@ -19,8 +19,13 @@ Case make_case(int64_t T, int64_t H, int64_t I, int64_t E, int64_t k, int64_t n_
   r.profile = "sglang-cutlass-fp4";
   r.routing.mode = n_group > 1 ? RoutingMode::kSigmoidGrouped : RoutingMode::kSoftmax;
   r.routing.routed_scaling_factor = 2.5;
-  r.shape = {.tokens = T, .hidden = H, .inter = I, .experts = weighted_experts, .top_k = k,
-             .n_group = 1, .topk_group = 1};
+  r.shape = {.tokens = T,
+             .hidden = H,
+             .inter = I,
+             .experts = weighted_experts,
+             .top_k = k,
+             .n_group = 1,
+             .topk_group = 1};
   Case small = materialize(r);  // weighted_experts experts with real weights
   if (weighted_experts == E) return small;
   Case c = small;
@@ -30,7 +35,8 @@ Case make_case(int64_t T, int64_t H, int64_t I, int64_t E, int64_t k, int64_t n_
   c.logits.assign(static_cast<size_t>(T * E), 0.0f);
   for (int64_t t = 0; t < T; ++t)
     for (int64_t e = 0; e < E; ++e)
-      c.logits[t * E + e] = (e < weighted_experts ? 10.0f : 0.0f) + small.logits[(t * E + e) % small.logits.size()];
+      c.logits[t * E + e] =
+          (e < weighted_experts ? 10.0f : 0.0f) + small.logits[(t * E + e) % small.logits.size()];
   c.bias.assign(static_cast<size_t>(E), 0.0f);
   c.experts.resize(static_cast<size_t>(E));  // experts >= weighted_experts: empty, never routed to
   return c;
@@ -45,8 +51,9 @@ void run(benchmark::State& state, const Case& c) {
     benchmark::DoNotOptimize(out.output.data());
   }
   const auto& s = c.recipe.shape;
-  state.counters["GMAC/s"] = benchmark::Counter(static_cast<double>(s.tokens * s.top_k * 3 * s.hidden * s.inter) * 1e-9,
-                                                benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["GMAC/s"] =
+      benchmark::Counter(static_cast<double>(s.tokens * s.top_k * 3 * s.hidden * s.inter) * 1e-9,
+                         benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void BM_CpuLayer_S(benchmark::State& state) {
@@ -62,9 +69,25 @@ void BM_CpuLayer_DSV3(benchmark::State& state) {
   run(state, c);
 }
 
-BENCHMARK(BM_CpuLayer_S)->Name("BM_CpuLayer/S")->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_CpuLayer_M)->Name("BM_CpuLayer/M")->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_CpuLayer_DSV3)->Name("BM_CpuLayer/DSV3")->ArgName("threads")->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK(BM_CpuLayer_S)
+    ->Name("BM_CpuLayer/S")
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CpuLayer_M)
+    ->Name("BM_CpuLayer/M")
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CpuLayer_DSV3)
+    ->Name("BM_CpuLayer/DSV3")
+    ->ArgName("threads")
+    ->Arg(1)
+    ->Arg(2)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(2);
 
 }  // namespace
 }  // namespace moefuzz

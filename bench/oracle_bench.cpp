@@ -20,7 +20,8 @@ Nvfp4Matrix bench_matrix(int64_t rows, int64_t cols, uint64_t seed) {
   Nvfp4Matrix m(rows, cols);
   Stream s(seed, "bench");
   for (size_t i = 0; i < m.packed.size(); ++i) m.packed[i] = static_cast<uint8_t>(s.bits(i));
-  for (size_t i = 0; i < m.scales.size(); ++i) m.scales[i] = static_cast<uint8_t>(s.uniform_int(1'000'000 + i, 0x30, 0x50));
+  for (size_t i = 0; i < m.scales.size(); ++i)
+    m.scales[i] = static_cast<uint8_t>(s.uniform_int(1'000'000 + i, 0x30, 0x50));
   return m;
 }
 
@@ -31,7 +32,8 @@ void BM_OracleDot(benchmark::State& state) {
   for (auto _ : state)
     for (int64_t r = 0; r < rows; ++r) benchmark::DoNotOptimize(exact_dot(a, 0, w, r));
   const double macs = static_cast<double>(state.iterations()) * static_cast<double>(rows * k);
-  state.counters["ns_per_mac"] = benchmark::Counter(macs * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_mac"] =
+      benchmark::Counter(macs * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_OracleDot)->Arg(256)->Arg(2048)->Arg(7168);
 
@@ -49,7 +51,8 @@ void BM_OracleDotRows(benchmark::State& state) {
       benchmark::DoNotOptimize(out);
     }
   const double macs = static_cast<double>(state.iterations()) * static_cast<double>(rows * k * na);
-  state.counters["ns_per_mac"] = benchmark::Counter(macs * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_mac"] =
+      benchmark::Counter(macs * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_OracleDotRows)->Args({2048, 1})->Args({2048, 2})->Args({2048, 4})->Args({7168, 4});
 
@@ -72,7 +75,8 @@ void BM_OracleFlipRows(benchmark::State& state) {
       benchmark::DoNotOptimize(out);
     }
   const double macs = static_cast<double>(state.iterations()) * static_cast<double>(rows * k * na);
-  state.counters["ns_per_mac"] = benchmark::Counter(macs * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+  state.counters["ns_per_mac"] =
+      benchmark::Counter(macs * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 BENCHMARK(BM_OracleFlipRows)->Args({1024, 4})->Args({1024, 8})->Args({2048, 8});
 
@@ -92,7 +96,8 @@ LayerSetup layer_setup(Shape shape, RoutingMode mode) {
   Stream st(7, "bench-routing");
   for (int64_t t = 0; t < shape.tokens; ++t)
     for (int64_t j = 0; j < shape.top_k; ++j) {
-      s.routing.ids.push_back(static_cast<int32_t>((t * 7 + j * (shape.experts / shape.top_k)) % shape.experts));
+      s.routing.ids.push_back(
+          static_cast<int32_t>((t * 7 + j * (shape.experts / shape.top_k)) % shape.experts));
       s.routing.weights.push_back(1.0f / static_cast<float>(shape.top_k));
     }
   return s;
@@ -109,17 +114,25 @@ void run_layer_bench(benchmark::State& state, Shape shape, RoutingMode mode) {
     return;
   }
   const Profile& p = profile_by_name("flashinfer-cutlass");
-  for (auto _ : state) benchmark::DoNotOptimize(reference_layer(s.c, p, s.routing, nullptr, {.keep_intermediates = false}));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(reference_layer(s.c, p, s.routing, nullptr, {.keep_intermediates = false}));
   state.counters["macs"] = static_cast<double>(shape.tokens * shape.top_k * 3 * shape.inter * shape.hidden);
 }
-void BM_OracleLayer_S(benchmark::State& st) { run_layer_bench(st, {.tokens = 8, .hidden = 256, .inter = 128, .experts = 16, .top_k = 4}, RoutingMode::kSoftmax); }
-void BM_OracleLayer_M(benchmark::State& st) { run_layer_bench(st, {.tokens = 128, .hidden = 2048, .inter = 1024, .experts = 64, .top_k = 8}, RoutingMode::kSoftmax); }
+void BM_OracleLayer_S(benchmark::State& st) {
+  run_layer_bench(st, {.tokens = 8, .hidden = 256, .inter = 128, .experts = 16, .top_k = 4},
+                  RoutingMode::kSoftmax);
+}
+void BM_OracleLayer_M(benchmark::State& st) {
+  run_layer_bench(st, {.tokens = 128, .hidden = 2048, .inter = 1024, .experts = 64, .top_k = 8},
+                  RoutingMode::kSoftmax);
+}
 // DSV3 would need 5.6 GB of expert weights; as BM_CpuLayer/DSV3 does, only 16 experts carry weights
 // (352 MB) and every token is routed among them (8 distinct experts per token), so the MAC count
 // (T*k rows x 3*H*I) is the real one and weight decoding is amortized over 8 rows per expert.
 void BM_OracleLayer_DSV3(benchmark::State& state) {
   constexpr int64_t T = 16, H = 7168, I = 2048, E = 256, k = 8, weighted = 16;
-  LayerSetup s = layer_setup({.tokens = T, .hidden = H, .inter = I, .experts = weighted, .top_k = k}, RoutingMode::kSoftmax);
+  LayerSetup s = layer_setup({.tokens = T, .hidden = H, .inter = I, .experts = weighted, .top_k = k},
+                             RoutingMode::kSoftmax);
   s.c.recipe.shape.experts = E;
   s.c.recipe.shape.n_group = 8;
   s.c.recipe.shape.topk_group = 4;
@@ -128,9 +141,11 @@ void BM_OracleLayer_DSV3(benchmark::State& state) {
   s.c.bias.assign(static_cast<size_t>(E), 0.0f);
   s.c.experts.resize(static_cast<size_t>(E));  // experts >= 16: no weights, never routed to
   for (int64_t t = 0; t < T; ++t)
-    for (int64_t j = 0; j < k; ++j) s.routing.ids[static_cast<size_t>(t * k + j)] = static_cast<int32_t>((t * 7 + j * 2) % weighted);
+    for (int64_t j = 0; j < k; ++j)
+      s.routing.ids[static_cast<size_t>(t * k + j)] = static_cast<int32_t>((t * 7 + j * 2) % weighted);
   const Profile& p = profile_by_name("flashinfer-cutlass");
-  for (auto _ : state) benchmark::DoNotOptimize(reference_layer(s.c, p, s.routing, nullptr, {.keep_intermediates = false}));
+  for (auto _ : state)
+    benchmark::DoNotOptimize(reference_layer(s.c, p, s.routing, nullptr, {.keep_intermediates = false}));
   state.counters["macs"] = static_cast<double>(T * k * 3 * I * H);
 }
 BENCHMARK(BM_OracleLayer_S)->Name("BM_OracleLayer/S")->Unit(benchmark::kMillisecond);
@@ -138,13 +153,19 @@ BENCHMARK(BM_OracleLayer_M)->Name("BM_OracleLayer/M")->Unit(benchmark::kMillisec
 BENCHMARK(BM_OracleLayer_DSV3)->Name("BM_OracleLayer/DSV3")->Unit(benchmark::kMillisecond)->Iterations(2);
 
 void BM_MultiprecisionLayer_S(benchmark::State& state) {
-  const LayerSetup s = layer_setup({.tokens = 8, .hidden = 256, .inter = 128, .experts = 16, .top_k = 4}, RoutingMode::kSoftmax);
+  const LayerSetup s = layer_setup({.tokens = 8, .hidden = 256, .inter = 128, .experts = 16, .top_k = 4},
+                                   RoutingMode::kSoftmax);
   const int64_t rows = 8 * 4;
-  QuantizedRows q1{rows, 256, std::vector<uint8_t>(static_cast<size_t>(rows * 128), 0x21), std::vector<uint8_t>(static_cast<size_t>(rows * 16), 0x38)};
-  QuantizedRows q2{rows, 128, std::vector<uint8_t>(static_cast<size_t>(rows * 64), 0x21), std::vector<uint8_t>(static_cast<size_t>(rows * 8), 0x38)};
+  QuantizedRows q1{rows, 256, std::vector<uint8_t>(static_cast<size_t>(rows * 128), 0x21),
+                   std::vector<uint8_t>(static_cast<size_t>(rows * 16), 0x38)};
+  QuantizedRows q2{rows, 128, std::vector<uint8_t>(static_cast<size_t>(rows * 64), 0x21),
+                   std::vector<uint8_t>(static_cast<size_t>(rows * 8), 0x38)};
   for (auto _ : state) benchmark::DoNotOptimize(multiprecision_layer(s.c, s.routing, q1, q2, false));
 }
-BENCHMARK(BM_MultiprecisionLayer_S)->Name("BM_MultiprecisionLayer/S")->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_MultiprecisionLayer_S)
+    ->Name("BM_MultiprecisionLayer/S")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(1);
 
 }  // namespace
 }  // namespace moefuzz

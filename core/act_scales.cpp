@@ -24,7 +24,8 @@ constexpr int64_t kSampledPairs = 8;
 // interleaved only so that their addition chains overlap; each is bit for bit what a one-row loop
 // gives. Reads the packed bytes directly: this is the estimate's hot loop.
 template <int N>
-void dot_rows(const std::vector<double>& x, const Nvfp4Matrix* const (&m)[N], const int64_t (&row)[N], double (&out)[N]) {
+void dot_rows(const std::vector<double>& x, const Nvfp4Matrix* const (&m)[N], const int64_t (&row)[N],
+              double (&out)[N]) {
   static const std::array<double, 16> kCodeValue = [] {
     std::array<double, 16> v{};
     for (uint8_t c = 0; c < 16; ++c) v[c] = e2m1_to_float(c);
@@ -59,8 +60,9 @@ void dot_rows(const std::vector<double>& x, const Nvfp4Matrix* const (&m)[N], co
 // Per-expert variant of a global scale (see the header): S / (1 + n/8), or S / {1, 2} under thresholds.
 float per_expert_scale(const CaseRecipe& r, float global, const Stream& s, int64_t e) {
   const uint64_t b = s.bits(static_cast<uint64_t>(e));
-  const double factor = r.values.hidden == HiddenProfile::kThresholds ? static_cast<double>(1 + (b & 1))
-                                                                      : 1.0 + static_cast<double>(b % 9) / 8.0;
+  const double factor = r.values.hidden == HiddenProfile::kThresholds
+                            ? static_cast<double>(1 + (b & 1))
+                            : 1.0 + static_cast<double>(b % 9) / 8.0;
   return static_cast<float>(static_cast<double>(global) / factor);
 }
 
@@ -77,10 +79,12 @@ std::vector<float> expand(const CaseRecipe& r, float calibrated, std::string_vie
   if (r.quant.act_scales == ActScaleMode::kGlobal) {
     out.push_back(calibrated);
   } else {
-    for (int64_t e = 0; e < r.total_experts(); ++e) out.push_back(per_expert_scale(r, calibrated, s.child("expert"), e));
+    for (int64_t e = 0; e < r.total_experts(); ++e)
+      out.push_back(per_expert_scale(r, calibrated, s.child("expert"), e));
   }
   if (r.values.act_scale == ActScaleProfile::kFar)
-    for (size_t i = 0; i < out.size(); ++i) out[i] = far_scale(out[i], s.child("far"), static_cast<int64_t>(i));
+    for (size_t i = 0; i < out.size(); ++i)
+      out[i] = far_scale(out[i], s.child("far"), static_cast<int64_t>(i));
   return out;
 }
 
@@ -105,19 +109,24 @@ double estimate_fc2_input_amax(const CaseRecipe& r, std::span<const uint16_t> hi
   const Stream s(r.seed, "a2_scale.sample");
   const bool full = t_count * e_count <= kEstimateBudget / (inter * h);
   const int64_t pairs = full ? t_count * e_count : kSampledPairs;
-  const int64_t rows = full ? inter : std::clamp<int64_t>(kEstimateBudget / (kSampledPairs * 2 * h), 1, inter);
+  const int64_t rows =
+      full ? inter : std::clamp<int64_t>(kEstimateBudget / (kSampledPairs * 2 * h), 1, inter);
   double amax = 0;
   for (int64_t p = 0; p < pairs; ++p) {
     const int64_t t = full ? p / e_count : s.uniform_int(static_cast<uint64_t>(p) * 3, 0, t_count - 1);
     const int64_t e = full ? p % e_count : s.uniform_int(static_cast<uint64_t>(p) * 3 + 1, 0, e_count - 1);
     const int64_t offset = full ? 0 : s.uniform_int(static_cast<uint64_t>(p) * 3 + 2, 0, inter / rows - 1);
     std::vector<double> x(static_cast<size_t>(h));
-    for (int64_t i = 0; i < h; ++i) x[static_cast<size_t>(i)] = bf16_to_float(hidden[static_cast<size_t>(t * h + i)]);
+    for (int64_t i = 0; i < h; ++i)
+      x[static_cast<size_t>(i)] = bf16_to_float(hidden[static_cast<size_t>(t * h + i)]);
     const ExpertWeights& w = experts[static_cast<size_t>(e)];
-    const auto fold = [&](double g, double u) { amax = std::max(amax, std::fabs(g) * (std::min(std::fabs(u), limit) + beta)); };
+    const auto fold = [&](double g, double u) {
+      amax = std::max(amax, std::fabs(g) * (std::min(std::fabs(u), limit) + beta));
+    };
     int64_t j = 0;
     for (; j + 1 < rows; j += 2) {  // rows j and j+1, gate and up: four chains, folded in row order
-      const int64_t n0 = full ? j : offset + j * (inter / rows), n1 = full ? j + 1 : offset + (j + 1) * (inter / rows);
+      const int64_t n0 = full ? j : offset + j * (inter / rows),
+                    n1 = full ? j + 1 : offset + (j + 1) * (inter / rows);
       double d[4];
       dot_rows<4>(x, {&w.gate, &w.up, &w.gate, &w.up}, {n0, n0, n1, n1}, d);
       fold(d[0], d[1]);

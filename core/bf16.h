@@ -16,7 +16,8 @@ namespace moefuzz {
 // host __float2bfloat16_rn on all 2^32 inputs except NaN payloads (the toolkit returns 0x7FFF).
 inline uint16_t bf16_from_float(float x) {
   uint32_t u = std::bit_cast<uint32_t>(x);
-  if ((u & 0x7FFFFFFFu) > 0x7F800000u) return static_cast<uint16_t>((u >> 16) | 0x0040u);  // quiet NaN, sign kept
+  if ((u & 0x7FFFFFFFu) > 0x7F800000u)
+    return static_cast<uint16_t>((u >> 16) | 0x0040u);  // quiet NaN, sign kept
   // RNE on the 16 dropped bits: add 0x7FFF plus the lowest kept bit. Carries into the exponent are
   // correct (they produce the next binade or Inf).
   u += 0x7FFFu + ((u >> 16) & 1u);

@@ -68,14 +68,17 @@ std::vector<ExpertWeights> draw_all_experts(const CaseRecipe& r) {
   const int64_t n = r.total_experts();
   std::vector<ExpertWeights> experts(static_cast<size_t>(n));
   const int64_t elements_per_expert = 3 * r.shape.hidden * r.shape.inter;
-  constexpr int64_t kParallelThreshold = int64_t{1} << 24;  // below ~16M elements a thread costs more than it saves
-  const int64_t threads = n * elements_per_expert < kParallelThreshold
-                              ? 1
-                              : std::min<int64_t>({n, 16, std::max<int64_t>(1, std::thread::hardware_concurrency())});
+  constexpr int64_t kParallelThreshold = int64_t{1}
+                                         << 24;  // below ~16M elements a thread costs more than it saves
+  const int64_t threads =
+      n * elements_per_expert < kParallelThreshold
+          ? 1
+          : std::min<int64_t>({n, 16, std::max<int64_t>(1, std::thread::hardware_concurrency())});
   std::vector<std::exception_ptr> errors(static_cast<size_t>(threads));
   const auto work = [&](int64_t worker) {
     try {
-      for (int64_t e = worker; e < n; e += threads) experts[static_cast<size_t>(e)] = draw_expert_weights(r, e);
+      for (int64_t e = worker; e < n; e += threads)
+        experts[static_cast<size_t>(e)] = draw_expert_weights(r, e);
     } catch (...) {
       errors[static_cast<size_t>(worker)] = std::current_exception();
     }
@@ -92,11 +95,12 @@ std::vector<ExpertWeights> draw_all_experts(const CaseRecipe& r) {
 }  // namespace
 
 Case materialize(const CaseRecipe& recipe, int64_t max_bytes) {
-  if (const std::string problem = validate(recipe); !problem.empty()) throw InputError("invalid recipe: " + problem);
+  if (const std::string problem = validate(recipe); !problem.empty())
+    throw InputError("invalid recipe: " + problem);
   const int64_t bytes = estimate_case_bytes(recipe);
   if (bytes > max_bytes)
-    throw InputError(fmt::format("recipe needs about {} bytes, more than the limit of {} bytes (max_case_bytes)",
-                                 bytes, max_bytes));
+    throw InputError(fmt::format(
+        "recipe needs about {} bytes, more than the limit of {} bytes (max_case_bytes)", bytes, max_bytes));
   Case c;
   c.recipe = recipe;
   c.hidden = draw_hidden(recipe);
@@ -115,7 +119,8 @@ Case materialize(const CaseRecipe& recipe, int64_t max_bytes) {
 uint64_t content_hash(const Case& c) {
   Fnv1a h;
   const Shape& s = c.recipe.shape;
-  for (int64_t d : {s.tokens, s.hidden, s.inter, s.experts, s.top_k, s.n_group, s.topk_group, s.shared_experts})
+  for (int64_t d :
+       {s.tokens, s.hidden, s.inter, s.experts, s.top_k, s.n_group, s.topk_group, s.shared_experts})
     h.u64(static_cast<uint64_t>(d));
   h.bf16s(c.hidden);
   h.floats(c.logits);

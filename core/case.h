@@ -36,19 +36,23 @@ struct ExpertWeights {
 
 struct Case {
   CaseRecipe recipe;
-  std::vector<uint16_t> hidden;      // bf16 bits, [T, H]
-  std::vector<float> logits;         // router logits (the router GEMM is not under test), [T, E]
-  std::vector<float> bias;           // e_score_correction_bias [E]; empty unless sigmoid + bias
-  std::vector<int32_t> token_ids;    // [T], hash routing only
-  std::vector<int32_t> hash_table;   // tid2eid [vocab, k], hash routing only
+  std::vector<uint16_t> hidden;        // bf16 bits, [T, H]
+  std::vector<float> logits;           // router logits (the router GEMM is not under test), [T, E]
+  std::vector<float> bias;             // e_score_correction_bias [E]; empty unless sigmoid + bias
+  std::vector<int32_t> token_ids;      // [T], hash routing only
+  std::vector<int32_t> hash_table;     // tid2eid [vocab, k], hash routing only
   std::vector<ExpertWeights> experts;  // [E + shared_experts]: routed 0..E-1, then shared
   // Activation global QUANTIZATION scales S_q (SPEC.md §1.4): size 1 (global) or E + shared.
-  std::vector<float> a1_scale;       // layer input (FC1 input)
-  std::vector<float> a2_scale;       // FC2 input
+  std::vector<float> a1_scale;  // layer input (FC1 input)
+  std::vector<float> a2_scale;  // FC2 input
   bool operator==(const Case&) const = default;
 
-  float a1_scale_for(int64_t expert) const { return a1_scale.size() == 1 ? a1_scale[0] : a1_scale[static_cast<size_t>(expert)]; }
-  float a2_scale_for(int64_t expert) const { return a2_scale.size() == 1 ? a2_scale[0] : a2_scale[static_cast<size_t>(expert)]; }
+  float a1_scale_for(int64_t expert) const {
+    return a1_scale.size() == 1 ? a1_scale[0] : a1_scale[static_cast<size_t>(expert)];
+  }
+  float a2_scale_for(int64_t expert) const {
+    return a2_scale.size() == 1 ? a2_scale[0] : a2_scale[static_cast<size_t>(expert)];
+  }
 };
 
 // Deterministic materialization. Throws InputError (core/errors.h) if the recipe is invalid or its

@@ -25,7 +25,8 @@ size_t checked_offset(const Edit& e, size_t number, const std::vector<int64_t>& 
   size_t offset = 0;
   for (size_t d = 0; d < dims.size(); ++d) {
     if (e.index[d] < 0 || e.index[d] >= dims[d])
-      throw InputError(fmt::format("{}: index {} is {}, outside [0, {})", describe(e, number), d, e.index[d], dims[d]));
+      throw InputError(
+          fmt::format("{}: index {} is {}, outside [0, {})", describe(e, number), d, e.index[d], dims[d]));
     offset = offset * static_cast<size_t>(dims[d]) + static_cast<size_t>(e.index[d]);
   }
   return offset;
@@ -53,17 +54,20 @@ void apply_edit(Case& c, const Edit& e, size_t number) {
   const Shape& s = c.recipe.shape;
   const std::string& t = e.tensor;
   if (t == "hidden") {
-    c.hidden[checked_offset(e, number, {s.tokens, size_of(c.hidden.size()) / std::max<int64_t>(1, s.tokens)})] =
+    c.hidden[checked_offset(e, number,
+                            {s.tokens, size_of(c.hidden.size()) / std::max<int64_t>(1, s.tokens)})] =
         bf16_from_float(static_cast<float>(e.value));
   } else if (t == "logits") {
-    c.logits[checked_offset(e, number, {s.tokens, size_of(c.logits.size()) / std::max<int64_t>(1, s.tokens)})] =
+    c.logits[checked_offset(e, number,
+                            {s.tokens, size_of(c.logits.size()) / std::max<int64_t>(1, s.tokens)})] =
         static_cast<float>(e.value);
   } else if (t == "bias") {
     c.bias[checked_offset(e, number, {size_of(c.bias.size())})] = static_cast<float>(e.value);
   } else if (t == "token_ids") {
     const size_t at = checked_offset(e, number, {size_of(c.token_ids.size())});
     const int64_t vocab = s.top_k > 0 ? size_of(c.hash_table.size()) / s.top_k : 0;
-    c.token_ids[at] = static_cast<int32_t>(checked_integer(e, number, 0, vocab - 1, "a token id (hash table row)"));
+    c.token_ids[at] =
+        static_cast<int32_t>(checked_integer(e, number, 0, vocab - 1, "a token id (hash table row)"));
   } else if (t == "hash_table") {
     const int64_t k = s.top_k;
     const size_t at = checked_offset(e, number, {k > 0 ? size_of(c.hash_table.size()) / k : 0, k});
@@ -71,9 +75,11 @@ void apply_edit(Case& c, const Edit& e, size_t number) {
   } else if (t == "a1_scale" || t == "a2_scale") {
     std::vector<float>& v = t == "a1_scale" ? c.a1_scale : c.a2_scale;
     v[checked_offset(e, number, {size_of(v.size())})] = static_cast<float>(e.value);
-  } else if (const size_t dot = t.find('.'); dot != std::string::npos &&
-             (t.compare(0, dot, "gate") == 0 || t.compare(0, dot, "up") == 0 || t.compare(0, dot, "down") == 0)) {
-    const std::string_view matrix = std::string_view(t).substr(0, dot), field = std::string_view(t).substr(dot + 1);
+  } else if (const size_t dot = t.find('.');
+             dot != std::string::npos && (t.compare(0, dot, "gate") == 0 || t.compare(0, dot, "up") == 0 ||
+                                          t.compare(0, dot, "down") == 0)) {
+    const std::string_view matrix = std::string_view(t).substr(0, dot),
+                           field = std::string_view(t).substr(dot + 1);
     const int64_t experts = size_of(c.experts.size());
     if (field == "global") {
       const size_t at = checked_offset(e, number, {experts});

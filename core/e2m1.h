@@ -27,14 +27,22 @@ inline uint8_t e2m1_from_float(float x) {
   const uint8_t sign = std::signbit(x) ? 0x8 : 0x0;
   const float a = std::fabs(x);
   uint8_t m;
-  if (a <= 0.25f) m = 0;
-  else if (a < 0.75f) m = 1;
-  else if (a <= 1.25f) m = 2;
-  else if (a < 1.75f) m = 3;
-  else if (a <= 2.5f) m = 4;
-  else if (a < 3.5f) m = 5;
-  else if (a <= 5.0f) m = 6;
-  else m = 7;
+  if (a <= 0.25f)
+    m = 0;
+  else if (a < 0.75f)
+    m = 1;
+  else if (a <= 1.25f)
+    m = 2;
+  else if (a < 1.75f)
+    m = 3;
+  else if (a <= 2.5f)
+    m = 4;
+  else if (a < 3.5f)
+    m = 5;
+  else if (a <= 5.0f)
+    m = 6;
+  else
+    m = 7;
   return sign | m;
 }
 // Exact decode of the low 4 bits of `code`.

@@ -7,9 +7,9 @@
 
 namespace moefuzz {
 
-Verdict compare_elementwise(const std::string& invariant, const std::string& stage, const std::vector<double>& got,
-                            const std::vector<double>& expected, const std::vector<double>& bound, int64_t rows,
-                            int64_t cols) {
+Verdict compare_elementwise(const std::string& invariant, const std::string& stage,
+                            const std::vector<double>& got, const std::vector<double>& expected,
+                            const std::vector<double>& bound, int64_t rows, int64_t cols) {
   Verdict v = Verdict::pass(invariant, stage);
   std::vector<ElementError> failures;
   int64_t failing = 0;
@@ -46,8 +46,8 @@ Verdict compare_elementwise(const std::string& invariant, const std::string& sta
   v.outcome = Outcome::kFail;
   v.worst = failures.front();
   v.worst_elements.assign(failures.begin(), failures.begin() + std::min<size_t>(30, failures.size()));
-  v.message = fmt::format("{} of {} elements exceed their bound (max error/bound {:.3g})", failing, v.compared,
-                          v.max_ratio);
+  v.message = fmt::format("{} of {} elements exceed their bound (max error/bound {:.3g})", failing,
+                          v.compared, v.max_ratio);
   return v;
 }
 

@@ -16,8 +16,8 @@ namespace moefuzz {
 
 // rows index tokens, cols index elements; NaN in `expected` means "no expectation" (skipped).
 // A non-finite `got` where expected is finite always fails.
-Verdict compare_elementwise(const std::string& invariant, const std::string& stage, const std::vector<double>& got,
-                            const std::vector<double>& expected, const std::vector<double>& bound, int64_t rows,
-                            int64_t cols);
+Verdict compare_elementwise(const std::string& invariant, const std::string& stage,
+                            const std::vector<double>& got, const std::vector<double>& expected,
+                            const std::vector<double>& bound, int64_t rows, int64_t cols);
 
 }  // namespace moefuzz

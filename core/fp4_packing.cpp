@@ -8,7 +8,8 @@ namespace moefuzz {
 
 std::vector<uint8_t> pack_fp4(std::span<const uint8_t> codes) {
   if (codes.size() % 2 != 0) {
-    throw InputError("pack_fp4: " + std::to_string(codes.size()) + " codes; FP4 packs two per byte, need an even count");
+    throw InputError("pack_fp4: " + std::to_string(codes.size()) +
+                     " codes; FP4 packs two per byte, need an even count");
   }
   std::vector<uint8_t> out(codes.size() / 2, 0);
   for (size_t i = 0; i < codes.size(); ++i) {

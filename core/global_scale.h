@@ -11,8 +11,8 @@
 // Example:
 //   float amax = moefuzz::flashinfer_abs_max(values);            // abs().nan_to_num().max()
 //   float s_q = moefuzz::flashinfer_global_scale_q(amax);        // fl(fl(1/amax) * 2688)
-//   float s_d = moefuzz::dequant_scale_from_quant_scale(s_q);    // fl(1/s_q): what the reference multiplies with
-//   float w2 = moefuzz::modelopt_weight_scale_2(amax);           // fl(amax / 2688), already S_d
+//   float s_d = moefuzz::dequant_scale_from_quant_scale(s_q);    // fl(1/s_q): what the reference multiplies
+//   with float w2 = moefuzz::modelopt_weight_scale_2(amax);           // fl(amax / 2688), already S_d
 #include <cstdint>
 #include <span>
 
@@ -22,9 +22,9 @@ namespace moefuzz {
 // amax maps onto the top of the representable range. Exact in fp32.
 inline constexpr float kNvfp4GlobalScaleNumerator = 448.0f * 6.0f;
 
-// max |x| as FlashInfer's calculate_fp4_global_scale_factor takes it: tensor.float().abs().nan_to_num().max().
-// NaN counts as 0 and +-Inf as FLT_MAX (torch nan_to_num defaults). An empty span gives 0 (torch would
-// raise; callers never pass one).
+// max |x| as FlashInfer's calculate_fp4_global_scale_factor takes it:
+// tensor.float().abs().nan_to_num().max(). NaN counts as 0 and +-Inf as FLT_MAX (torch nan_to_num defaults).
+// An empty span gives 0 (torch would raise; callers never pass one).
 float flashinfer_abs_max(std::span<const float> values);
 // Same over raw bf16 bit patterns (the widening to fp32 is exact).
 float flashinfer_abs_max_bf16(std::span<const uint16_t> bf16_bits);

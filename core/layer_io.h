@@ -26,19 +26,19 @@ struct RoutingDecision {
 struct QuantizedRows {
   int64_t rows = 0;
   int64_t cols = 0;
-  std::vector<uint8_t> packed;   // rows * cols / 2
-  std::vector<uint8_t> scales;   // rows * cols / 16 (E4M3 bytes)
+  std::vector<uint8_t> packed;  // rows * cols / 2
+  std::vector<uint8_t> scales;  // rows * cols / 16 (E4M3 bytes)
 };
 
 struct LayerResult {
-  std::vector<float> output;     // [T, H]; bf16-valued when the profile rounds the output
+  std::vector<float> output;  // [T, H]; bf16-valued when the profile rounds the output
   RoutingDecision routing;
-  std::optional<QuantizedRows> fc1_input;   // quantized layer input per expanded row (W4A4)
-  std::optional<QuantizedRows> fc2_input;   // quantized SiLU*mul output per expanded row
-  std::optional<std::vector<float>> gemm1;  // [rows, 2I] semantic [gate | up] after its rounding point
+  std::optional<QuantizedRows> fc1_input;        // quantized layer input per expanded row (W4A4)
+  std::optional<QuantizedRows> fc2_input;        // quantized SiLU*mul output per expanded row
+  std::optional<std::vector<float>> gemm1;       // [rows, 2I] semantic [gate | up] after its rounding point
   std::optional<std::vector<float>> activation;  // [rows, I] after its rounding point
-  std::optional<std::vector<float>> gemm2;  // [rows, H] after its rounding point
-  std::vector<float> shared_output;         // [T, H] separate shared-expert output, if computed apart
+  std::optional<std::vector<float>> gemm2;       // [rows, H] after its rounding point
+  std::vector<float> shared_output;              // [T, H] separate shared-expert output, if computed apart
 };
 
 }  // namespace moefuzz

@@ -26,11 +26,13 @@ float nvfp4_dequant_value(uint8_t code, uint8_t scale, float global_dequant, Nvf
 
 Nvfp4Matrix::Nvfp4Matrix(int64_t r, int64_t c) : rows(r), cols(c) {
   if (r < 0 || c < 0 || c % kNvfp4BlockSize != 0) {
-    throw InputError("NVFP4 matrix shape [" + std::to_string(r) + ", " + std::to_string(c) +
-                     "]: need rows >= 0 and K a non-negative multiple of 16 (one E4M3 scale per 16 elements)");
+    throw InputError(
+        "NVFP4 matrix shape [" + std::to_string(r) + ", " + std::to_string(c) +
+        "]: need rows >= 0 and K a non-negative multiple of 16 (one E4M3 scale per 16 elements)");
   }
   if (c > 0 && r > kMaxElements / c) {
-    throw InputError("NVFP4 matrix shape [" + std::to_string(r) + ", " + std::to_string(c) + "]: more than 2^40 elements");
+    throw InputError("NVFP4 matrix shape [" + std::to_string(r) + ", " + std::to_string(c) +
+                     "]: more than 2^40 elements");
   }
   packed.assign(static_cast<size_t>(r * c / 2), 0);
   scales.assign(static_cast<size_t>(r * c / kNvfp4BlockSize), 0);

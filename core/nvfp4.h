@@ -39,10 +39,10 @@ float nvfp4_dequant_value(uint8_t code, uint8_t scale, float global_dequant,
 
 struct Nvfp4Matrix {
   int64_t rows = 0;
-  int64_t cols = 0;                 // K, a multiple of 16
-  std::vector<uint8_t> packed;      // rows * cols / 2 bytes, row-major, low nibble first
-  std::vector<uint8_t> scales;      // rows * cols / 16 E4M3 bytes, linear layout
-  float global_dequant = 1.0f;      // S_d
+  int64_t cols = 0;             // K, a multiple of 16
+  std::vector<uint8_t> packed;  // rows * cols / 2 bytes, row-major, low nibble first
+  std::vector<uint8_t> scales;  // rows * cols / 16 E4M3 bytes, linear layout
+  float global_dequant = 1.0f;  // S_d
 
   Nvfp4Matrix() = default;
   // Zero codes and zero scales. Throws moefuzz::InputError unless rows >= 0 and cols is a
@@ -52,8 +52,12 @@ struct Nvfp4Matrix {
   int64_t blocks_per_row() const { return cols / kNvfp4BlockSize; }
   uint8_t code(int64_t r, int64_t c) const { return fp4_code_at(packed.data() + r * (cols / 2), c); }
   void set_code(int64_t r, int64_t c, uint8_t v) { set_fp4_code(packed.data() + r * (cols / 2), c, v); }
-  uint8_t& scale(int64_t r, int64_t block) { return scales[static_cast<size_t>(r * blocks_per_row() + block)]; }
-  uint8_t scale(int64_t r, int64_t block) const { return scales[static_cast<size_t>(r * blocks_per_row() + block)]; }
+  uint8_t& scale(int64_t r, int64_t block) {
+    return scales[static_cast<size_t>(r * blocks_per_row() + block)];
+  }
+  uint8_t scale(int64_t r, int64_t block) const {
+    return scales[static_cast<size_t>(r * blocks_per_row() + block)];
+  }
   // SPEC.md §1.7 (TRT-LLM E2M1AndUFP8SFScaleToFloatV2): scaleFloat = fl(e4m3 * S_d), then e2m1 * scaleFloat.
   float dequant(int64_t r, int64_t c) const;
   bool operator==(const Nvfp4Matrix&) const = default;

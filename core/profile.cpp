@@ -59,7 +59,8 @@ Profile sglang_cutlass_fp4() {
   p.w13_order = W13Order::kGateUp;
   p.rsf_in_topk = true;
   p.routing_weight_dtype = WeightDtype::kFp32;
-  p.renorm_epsilon = 1e-20;  // on CUDA SGLang routes DeepSeek through FlashInfer fused_topk_deepseek (SPEC.md §2.3)
+  p.renorm_epsilon =
+      1e-20;  // on CUDA SGLang routes DeepSeek through FlashInfer fused_topk_deepseek (SPEC.md §2.3)
   p.tie_rule = TieRule::kLowerIndexWins;
   p.quantizer = QuantizerVariant::kFastMath;
   p.zero_scale_rule = ZeroScaleRule::kScaleTest;
@@ -73,17 +74,21 @@ Profile sglang_cutlass_fp4() {
       "(ModelOptNvFp4FusedMoEMethod.create_weights), sgl-kernel cutlass_moe_fp4 [SPEC 3.1]",
       "rsf_in_topk=true: sgl-project/sglang python/sglang/srt/layers/moe/fused_moe_triton/layer.py "
       "(should_fuse_routed_scaling_factor_in_topk: ModelOptNvFp4FusedMoEMethod) [SPEC 2.3]",
-      "routing_weight_dtype fp32: sgl-project/sglang python/sglang/srt/layers/moe/topk.py (StandardTopKOutput) "
+      "routing_weight_dtype fp32: sgl-project/sglang python/sglang/srt/layers/moe/topk.py "
+      "(StandardTopKOutput) "
       "[SPEC 2.3]; renorm_epsilon 1e-20: on CUDA the DeepSeek top-k is FlashInfer fused_topk_deepseek "
       "(flashinfer-ai/flashinfer csrc/fused_moe/noAuxTcKernels.cu, s*rsf/(sum+1e-20)) and hash layers use "
       "SGLang hash_topk.py _RENORMALIZE_SUM_EPSILON [SPEC 2.1, 2.3, 2.5]",
-      "tie_rule + sigmoid 1/(1+expf(-x)): sgl-project/sglang sgl-kernel/csrc/moe/moe_fused_gate.cu [SPEC 2.1]",
+      "tie_rule + sigmoid 1/(1+expf(-x)): sgl-project/sglang sgl-kernel/csrc/moe/moe_fused_gate.cu [SPEC "
+      "2.1]",
       "fast_math_exp: sgl-project/sglang sgl-kernel/CMakeLists.txt (common_ops_sm90_build -use_fast_math) "
       "[SPEC 1.5]",
-      "quantizer fast-math, zero test on sfd: sgl-project/sglang sgl-kernel/csrc/gemm/nvfp4_quant.cuh [SPEC 1.5]",
+      "quantizer fast-math, zero test on sfd: sgl-project/sglang sgl-kernel/csrc/gemm/nvfp4_quant.cuh [SPEC "
+      "1.5]",
       "per_expert_act_scales: sgl-project/sglang modelopt_quant.py process_weights_after_loading "
       "(w13_input_scale max over w1/w3 per expert) [SPEC 1.9]",
-      "combine bf16(c2 * w.to(bf16)), torch sum: sgl-project/sglang python/sglang/srt/layers/moe/cutlass_moe.py "
+      "combine bf16(c2 * w.to(bf16)), torch sum: sgl-project/sglang "
+      "python/sglang/srt/layers/moe/cutlass_moe.py "
       "[SPEC 3.6]",
       "shared expert weight 1/rsf: sgl-project/sglang python/sglang/srt/layers/moe/topk.py [SPEC 2.4]",
   };
@@ -93,7 +98,8 @@ Profile sglang_cutlass_fp4() {
 Profile flashinfer_cutlass() {
   Profile p;
   p.name = "flashinfer-cutlass";
-  p.summary = "FlashInfer/TRT-LLM CUTLASS fused MoE: [up; gate], fused finalize (bf16 atomics), fast-math quantizer";
+  p.summary =
+      "FlashInfer/TRT-LLM CUTLASS fused MoE: [up; gate], fused finalize (bf16 atomics), fast-math quantizer";
   p.w13_order = W13Order::kUpGate;
   p.rsf_in_topk = true;
   p.routing_weight_dtype = WeightDtype::kFp32;
@@ -107,18 +113,22 @@ Profile flashinfer_cutlass() {
   p.sigmoid_form = SigmoidForm::kTanh;
   p.fast_math_exp = true;
   p.sources = {
-      "w13_order [up; gate]: flashinfer-ai/flashinfer csrc/fused_moe/cutlass_backend/cutlass_fused_moe_kernels.cuh "
+      "w13_order [up; gate]: flashinfer-ai/flashinfer "
+      "csrc/fused_moe/cutlass_backend/cutlass_fused_moe_kernels.cuh "
       "(doActivationKernel gated_off = inter_size; GLUAdaptor) [SPEC 3.1]",
       "rsf_in_topk + renorm_epsilon 1e-20 + tanh sigmoid + lower index wins: flashinfer-ai/flashinfer "
-      "csrc/fused_moe/noAuxTcKernels.cu (deepseek_v3_topk_kernel), csrc/fused_moe/moeTopKFuncs.cuh [SPEC 2.1]",
-      "fast_math_exp: flashinfer-ai/flashinfer flashinfer/jit/core.py (gen_jit_spec -use_fast_math) [SPEC 1.5]",
+      "csrc/fused_moe/noAuxTcKernels.cu (deepseek_v3_topk_kernel), csrc/fused_moe/moeTopKFuncs.cuh [SPEC "
+      "2.1]",
+      "fast_math_exp: flashinfer-ai/flashinfer flashinfer/jit/core.py (gen_jit_spec -use_fast_math) [SPEC "
+      "1.5]",
       "quantizer fast-math, zero test on vecMax: flashinfer-ai/flashinfer "
       "csrc/nv_internal/tensorrt_llm/kernels/quantization_utils.cuh (cvt_warp_fp16_to_fp4) [SPEC 1.5]",
       "global activation scales: flashinfer-ai/flashinfer paths take max() over experts [SPEC 1.9]",
       "combine bf16 RED atomics (use_fused_finalize=True default): flashinfer-ai/flashinfer "
       "csrc/nv_internal/tensorrt_llm/cutlass_extensions/include/cutlass_extensions/epilogue/collective/"
       "epilogue_moe_finalize.hpp, flashinfer/fused_moe/core.py [SPEC 3.6]",
-      "shared expert weight 1/rsf: flashinfer-ai/flashinfer include/flashinfer/fused_moe/hash_topk.cuh [SPEC 2.4]",
+      "shared expert weight 1/rsf: flashinfer-ai/flashinfer include/flashinfer/fused_moe/hash_topk.cuh [SPEC "
+      "2.4]",
   };
   return p;
 }
@@ -146,8 +156,10 @@ Profile trtllm_gen() {
       "core.py (reorder_rows_for_gated_act_gemm) [SPEC 3.1]",
       "rsf_in_topk, tanh sigmoid, mSumEpsilon 1e-20f, lower index wins: flashinfer-ai/flashinfer "
       "csrc/fused_moe/trtllm_backend/trtllm_fused_moe_routing_deepseek.cu (routingMainKernel), "
-      "trtllm_fused_moe_routing_runner.cu, include/flashinfer/trtllm/fused_moe/RoutingKernelTopK.cuh [SPEC 2.1]",
-      "routing_weight_dtype bf16: flashinfer-ai/flashinfer flashinfer/fused_moe/core.py ('expert_weights tensor "
+      "trtllm_fused_moe_routing_runner.cu, include/flashinfer/trtllm/fused_moe/RoutingKernelTopK.cuh [SPEC "
+      "2.1]",
+      "routing_weight_dtype bf16: flashinfer-ai/flashinfer flashinfer/fused_moe/core.py ('expert_weights "
+      "tensor "
       "is always bfloat16') [SPEC 2.1, 2.2]",
       "bias_dtype bf16: sgl-project/sglang python/sglang/srt/models/deepseek_v2.py (MoEGate.__init__: bf16 "
       "e_score_correction_bias for modelopt_fp4 + flashinfer_trtllm) [SPEC 2.1]",
@@ -157,7 +169,8 @@ Profile trtllm_gen() {
       "[UNVERIFIED, SPEC 3.4]",
       "combine fp32 in slot order, weights bf16: flashinfer-ai/flashinfer csrc/fused_moe/trtllm_backend/"
       "trtllm_fused_moe_dev_kernel.cu (finalizeKernel) [SPEC 3.6]",
-      "shared expert weight 1.0 (rsf already in the routed weights): SPEC 2.4 (trtllm-gen fused shared experts)",
+      "shared expert weight 1.0 (rsf already in the routed weights): SPEC 2.4 (trtllm-gen fused shared "
+      "experts)",
   };
   return p;
 }
@@ -194,7 +207,8 @@ Profile vllm() {
 Profile deepseek_ref() {
   Profile p;
   p.name = "deepseek-ref";
-  p.summary = "DeepSeek-V3 inference/model.py semantics: rsf in the gate, bf16 weights, bf16 combine by expert";
+  p.summary =
+      "DeepSeek-V3 inference/model.py semantics: rsf in the gate, bf16 weights, bf16 combine by expert";
   p.w13_order = W13Order::kGateUp;
   p.rsf_in_topk = true;
   p.routing_weight_dtype = WeightDtype::kBf16;
@@ -223,8 +237,9 @@ Profile deepseek_ref() {
 Profile flashinfer_reference() {
   Profile p;
   p.name = "flashinfer-reference";
-  p.summary = "FlashInfer run_moe_reference_fp4 (moe_layer_golden.json): [up; gate], true-division quantizer, "
-              "fp32 combine in returned order, fp32 output";
+  p.summary =
+      "FlashInfer run_moe_reference_fp4 (moe_layer_golden.json): [up; gate], true-division quantizer, "
+      "fp32 combine in returned order, fp32 output";
   p.w13_order = W13Order::kUpGate;
   p.rsf_in_topk = true;
   p.routing_weight_dtype = WeightDtype::kFp32;
@@ -242,13 +257,17 @@ Profile flashinfer_reference() {
   p.sigmoid_form = SigmoidForm::kReciprocal;
   p.fast_math_exp = false;
   p.sources = {
-      "w13_order [up; gate], one w13 global scale: flashinfer-ai/flashinfer tests/moe/trtllm_gen_fused_moe_utils.py "
+      "w13_order [up; gate], one w13 global scale: flashinfer-ai/flashinfer "
+      "tests/moe/trtllm_gen_fused_moe_utils.py "
       "(run_moe_dequant: activation_func(x1) * x0) [golden README moe_layer_golden.json]",
-      "rsf inside weights, w/(sum + 1e-20)*rsf, always renormalized, torch.topk ties: flashinfer-ai/flashinfer "
+      "rsf inside weights, w/(sum + 1e-20)*rsf, always renormalized, torch.topk ties: "
+      "flashinfer-ai/flashinfer "
       "tests/moe/trtllm_gen_fused_moe_utils.py (noaux_tc_ref, routing_reference) [golden README]",
-      "quantizer true division, no 448 clamp (modelled as vLLM's clamp, see docs/profiles.md), zero test on the "
+      "quantizer true division, no 448 clamp (modelled as vLLM's clamp, see docs/profiles.md), zero test on "
+      "the "
       "scale: flashinfer-ai/flashinfer tests/test_helpers/utils_fp4.py (ref_fp4_quant) [golden README]",
-      "rounding points: fp32 GEMMs, bf16(act) before FC2 quantization, fp32 combine acc = fl(acc + fl(y*w)) in "
+      "rounding points: fp32 GEMMs, bf16(act) before FC2 quantization, fp32 combine acc = fl(acc + fl(y*w)) "
+      "in "
       "returned order, fp32 output: flashinfer-ai/flashinfer tests/moe/trtllm_gen_fused_moe_utils.py "
       "(run_moe_dequant) [golden README, Conventions (verified)]",
       "global activation scales (one c over all T*k rows): same file (quant_fp4_batches, c_global_sf) "
@@ -260,9 +279,9 @@ Profile flashinfer_reference() {
 }  // namespace
 
 const std::vector<Profile>& all_profiles() {
-  static const std::vector<Profile> profiles = {sglang_triton(), sglang_cutlass_fp4(), flashinfer_cutlass(),
-                                                trtllm_gen(),    vllm(),               deepseek_ref(),
-                                                flashinfer_reference()};
+  static const std::vector<Profile> profiles = {
+      sglang_triton(), sglang_cutlass_fp4(), flashinfer_cutlass(),  trtllm_gen(),
+      vllm(),          deepseek_ref(),       flashinfer_reference()};
   return profiles;
 }
 

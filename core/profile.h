@@ -1,7 +1,7 @@
 #pragma once
 // Profile: the semantic contract a backend implements, as data (SPEC.md; one row per backend, each
-// field with its source in core/profile.cpp and docs/profiles.md). The oracle follows the profile; a kernel declares
-// the profile it claims. A profile is a documented contract, never an observed behaviour: where an
+// field with its source in core/profile.cpp and docs/profiles.md). The oracle follows the profile; a kernel
+// declares the profile it claims. A profile is a documented contract, never an observed behaviour: where an
 // upstream reference violates the layer's semantics, the invariants flag it.
 //
 // Lives in core (not oracles) because kernels and oracles both read it and must not depend on each
@@ -20,19 +20,20 @@ namespace moefuzz {
 enum class W13Order : uint8_t { kGateUp, kUpGate };
 enum class WeightDtype : uint8_t { kFp32, kBf16 };
 enum class QuantizerVariant : uint8_t {
-  kFastMath,  // FlashInfer/TRT-LLM default: rcp.approx, SPEC.md §1.5 step 2-3
-  kExact,     // FLASHINFER_DISABLE_FP4_QUANT_FAST_MATH: __fdiv_rn, (S * RN(1/6)) association
-  kReference, // the torch references (vLLM ref_nvfp4_quant / FlashInfer ref_fp4_quant): true division
+  kFastMath,   // FlashInfer/TRT-LLM default: rcp.approx, SPEC.md §1.5 step 2-3
+  kExact,      // FLASHINFER_DISABLE_FP4_QUANT_FAST_MATH: __fdiv_rn, (S * RN(1/6)) association
+  kReference,  // the torch references (vLLM ref_nvfp4_quant / FlashInfer ref_fp4_quant): true division
 };
 enum class ZeroScaleRule : uint8_t {
-  kVecMaxTest,  // FlashInfer/TRT-LLM: outScale = vecMax != 0 ? rcp(..) : 0 (E4M3 underflow -> Inf -> codes +-6)
+  kVecMaxTest,  // FlashInfer/TRT-LLM: outScale = vecMax != 0 ? rcp(..) : 0 (E4M3 underflow -> Inf -> codes
+                // +-6)
   kScaleTest,   // vLLM/sgl-kernel: outScale = sfd != 0 ? .. : 0 (underflow -> codes 0)
 };
 enum class CombineAccum : uint8_t {
-  kFp32SlotOrder,    // fp32 accumulate in slot order, bf16 out (CUTLASS finalize, trtllm-gen finalize)
-  kBf16Atomics,      // fused finalize: bf16 products added with bf16 atomics, any order
-  kBf16Products,     // SGLang cutlass_moe_fp4: bf16(y * bf16(w)), summed in fp32, bf16 out
-  kFp32Unrounded,    // FlashInfer reference: fp32 output, no final bf16 rounding
+  kFp32SlotOrder,         // fp32 accumulate in slot order, bf16 out (CUTLASS finalize, trtllm-gen finalize)
+  kBf16Atomics,           // fused finalize: bf16 products added with bf16 atomics, any order
+  kBf16Products,          // SGLang cutlass_moe_fp4: bf16(y * bf16(w)), summed in fp32, bf16 out
+  kFp32Unrounded,         // FlashInfer reference: fp32 output, no final bf16 rounding
   kBf16EpilogueProducts,  // SGLang Triton: bf16(fp32_acc * w) in the GEMM2 epilogue (w fp32, not
                           // rounded), fp32 sum in slot order, x rsf if not in top-k, bf16 out
 };
@@ -49,13 +50,13 @@ struct Profile {
   std::string name;
   std::string summary;
   W13Order w13_order = W13Order::kGateUp;
-  bool rsf_in_topk = true;             // routed scale multiplied by the top-k op (else by the combine)
+  bool rsf_in_topk = true;  // routed scale multiplied by the top-k op (else by the combine)
   WeightDtype routing_weight_dtype = WeightDtype::kFp32;
-  double renorm_epsilon = 0.0;         // w / (sum + eps)
+  double renorm_epsilon = 0.0;  // w / (sum + eps)
   TieRule tie_rule = TieRule::kLowerIndexWins;
   // Rounding points (true = the value is rounded to bf16 there).
   bool bf16_after_gemm1 = true;
-  bool bf16_after_activation = true;   // SiLU*mul result rounded to bf16 before FC2 quantization
+  bool bf16_after_activation = true;  // SiLU*mul result rounded to bf16 before FC2 quantization
   bool bf16_after_gemm2 = true;
   bool bf16_output = true;
   QuantizerVariant quantizer = QuantizerVariant::kFastMath;
@@ -65,9 +66,9 @@ struct Profile {
   bool shared_fused_weight_inv_rsf = true;  // fused shared expert weight 1/rsf before the rsf multiply
   // Routing arithmetic (bounds only; the oracle itself computes in 50 digits).
   SigmoidForm sigmoid_form = SigmoidForm::kReciprocal;
-  bool fast_math_exp = false;          // __expf / __fdividef (-use_fast_math builds), else precise expf
+  bool fast_math_exp = false;  // __expf / __fdividef (-use_fast_math builds), else precise expf
   WeightDtype bias_dtype = WeightDtype::kFp32;  // e_score_correction_bias as the kernel reads it
-  std::vector<std::string> sources;    // citations: repo + path (+ function) per field
+  std::vector<std::string> sources;             // citations: repo + path (+ function) per field
 };
 
 // The built-in profiles (core/profile.cpp; each row cites its sources).

@@ -50,7 +50,7 @@ struct Shape {
 struct Routing {
   RoutingMode mode = RoutingMode::kSoftmax;
   ScoreFunc hash_score = ScoreFunc::kSqrtSoftplus;  // only for kHash
-  bool renormalize = true;                            // top-k modes; hash routing always normalizes non-softmax scores
+  bool renormalize = true;             // top-k modes; hash routing always normalizes non-softmax scores
   bool correction_bias = true;         // only for kSigmoidGrouped
   double routed_scaling_factor = 1.0;  // stored as written; kernels take fp32
   ScalePlacement scale_placement = ScalePlacement::kTopK;

@@ -15,20 +15,20 @@ constexpr int64_t kMaxDim = int64_t{1} << 31;
 
 void check_dims(const char* what, int64_t rows, int64_t scale_cols) {
   if (rows < 0 || scale_cols < 0 || rows >= kMaxDim || scale_cols >= kMaxDim) {
-    throw InputError(std::string(what) + ": shape [" + std::to_string(rows) + ", " + std::to_string(scale_cols) +
-                     "] is negative or not below 2^31");
+    throw InputError(std::string(what) + ": shape [" + std::to_string(rows) + ", " +
+                     std::to_string(scale_cols) + "] is negative or not below 2^31");
   }
 }
 
 void check_size(const char* what, size_t got, int64_t expected) {
   if (static_cast<int64_t>(got) != expected) {
-    throw InputError(std::string(what) + ": buffer holds " + std::to_string(got) + " bytes, the shape needs " +
-                     std::to_string(expected));
+    throw InputError(std::string(what) + ": buffer holds " + std::to_string(got) +
+                     " bytes, the shape needs " + std::to_string(expected));
   }
 }
 
-std::vector<uint8_t> swizzle(const char* what, std::span<const uint8_t> linear, int64_t rows, int64_t scale_cols,
-                             SizeFn padded_size_of, OffsetFn offset) {
+std::vector<uint8_t> swizzle(const char* what, std::span<const uint8_t> linear, int64_t rows,
+                             int64_t scale_cols, SizeFn padded_size_of, OffsetFn offset) {
   check_dims(what, rows, scale_cols);
   const int64_t padded_size = padded_size_of(rows, scale_cols);
   check_size(what, linear.size(), rows * scale_cols);
@@ -39,15 +39,16 @@ std::vector<uint8_t> swizzle(const char* what, std::span<const uint8_t> linear, 
   return out;
 }
 
-std::vector<uint8_t> unswizzle(const char* what, std::span<const uint8_t> swizzled, int64_t rows, int64_t scale_cols,
-                               SizeFn padded_size_of, OffsetFn offset) {
+std::vector<uint8_t> unswizzle(const char* what, std::span<const uint8_t> swizzled, int64_t rows,
+                               int64_t scale_cols, SizeFn padded_size_of, OffsetFn offset) {
   check_dims(what, rows, scale_cols);
   const int64_t padded_size = padded_size_of(rows, scale_cols);
   check_size(what, swizzled.size(), padded_size);
   std::vector<uint8_t> out(static_cast<size_t>(rows * scale_cols));
   for (int64_t m = 0; m < rows; ++m)
     for (int64_t kb = 0; kb < scale_cols; ++kb)
-      out[static_cast<size_t>(m * scale_cols + kb)] = swizzled[static_cast<size_t>(offset(m, kb, scale_cols))];
+      out[static_cast<size_t>(m * scale_cols + kb)] =
+          swizzled[static_cast<size_t>(offset(m, kb, scale_cols))];
   return out;
 }
 
@@ -58,8 +59,7 @@ std::vector<uint8_t> swizzle_128x4(std::span<const uint8_t> linear, int64_t rows
 }
 
 std::vector<uint8_t> unswizzle_128x4(std::span<const uint8_t> swizzled, int64_t rows, int64_t scale_cols) {
-  return unswizzle("unswizzle_128x4", swizzled, rows, scale_cols, swizzled_128x4_size,
-                   swizzled_128x4_offset);
+  return unswizzle("unswizzle_128x4", swizzled, rows, scale_cols, swizzled_128x4_size, swizzled_128x4_offset);
 }
 
 std::vector<uint8_t> swizzle_8x4(std::span<const uint8_t> linear, int64_t rows, int64_t scale_cols) {
@@ -67,8 +67,7 @@ std::vector<uint8_t> swizzle_8x4(std::span<const uint8_t> linear, int64_t rows, 
 }
 
 std::vector<uint8_t> unswizzle_8x4(std::span<const uint8_t> swizzled, int64_t rows, int64_t scale_cols) {
-  return unswizzle("unswizzle_8x4", swizzled, rows, scale_cols, swizzled_8x4_size,
-                   swizzled_8x4_offset);
+  return unswizzle("unswizzle_8x4", swizzled, rows, scale_cols, swizzled_8x4_size, swizzled_8x4_offset);
 }
 
 }  // namespace moefuzz

@@ -36,7 +36,8 @@ inline int64_t swizzled_128x4_size(int64_t rows, int64_t scale_cols) {
   return padded_rows_128x4(rows) * padded_scale_cols_128x4(scale_cols);
 }
 // Batched 128x4 (fp4_quantize on a 3-D tensor, per-expert weight scales): matrices back to back.
-inline int64_t swizzled_128x4_batched_offset(int64_t batch, int64_t m, int64_t kb, int64_t rows, int64_t scale_cols) {
+inline int64_t swizzled_128x4_batched_offset(int64_t batch, int64_t m, int64_t kb, int64_t rows,
+                                             int64_t scale_cols) {
   return batch * swizzled_128x4_size(rows, scale_cols) + swizzled_128x4_offset(m, kb, scale_cols);
 }
 // Byte offset of scale (m, kb) in the 8x4 layout.

@@ -22,11 +22,15 @@ uint16_t to_bf16(double v) { return bf16_from_float(static_cast<float>(v)); }
 std::vector<int64_t> shuffled(int64_t n, const Stream& s) {
   std::vector<int64_t> p(static_cast<size_t>(n));
   std::iota(p.begin(), p.end(), int64_t{0});
-  for (int64_t i = n - 1; i > 0; --i) std::swap(p[static_cast<size_t>(i)], p[static_cast<size_t>(s.uniform_int(static_cast<uint64_t>(i), 0, i))]);
+  for (int64_t i = n - 1; i > 0; --i)
+    std::swap(p[static_cast<size_t>(i)],
+              p[static_cast<size_t>(s.uniform_int(static_cast<uint64_t>(i), 0, i))]);
   return p;
 }
 
-bool grouped(const CaseRecipe& r) { return r.routing.mode == RoutingMode::kSigmoidGrouped && r.shape.n_group > 1; }
+bool grouped(const CaseRecipe& r) {
+  return r.routing.mode == RoutingMode::kSigmoidGrouped && r.shape.n_group > 1;
+}
 
 std::vector<uint8_t> membership(int64_t n, const std::vector<int64_t>& ids) {
   std::vector<uint8_t> m(static_cast<size_t>(n), 0);
@@ -45,7 +49,7 @@ void draw_hidden_thresholds(const CaseRecipe& r, std::vector<uint16_t>& out) {
   const Stream s(r.seed, "hidden.thresholds");
   for (int64_t blk = 0; blk < blocks; ++blk) {
     const uint64_t head = s.bits(static_cast<uint64_t>(blk) * 17);
-    const int j = -1 - static_cast<int>(head % 8);       // block max 6 * 2^j <= 3 < planted amax
+    const int j = -1 - static_cast<int>(head % 8);  // block max 6 * 2^j <= 3 < planted amax
     const int64_t max_pos = static_cast<int64_t>((head >> 8) % 16);
     for (int64_t i = 0; i < kNvfp4BlockSize; ++i) {
       const uint64_t b = s.bits(static_cast<uint64_t>(blk) * 17 + 1 + static_cast<uint64_t>(i));
@@ -63,7 +67,8 @@ void draw_hidden_thresholds(const CaseRecipe& r, std::vector<uint16_t>& out) {
   }
   // The planted global amax fixes the calibrated S_q (kThresholdsA1Scale).
   const int64_t pos = s.child("amax").uniform_int(0, 0, h - 1);
-  out[static_cast<size_t>(pos)] = to_bf16((s.child("amax").bits(1) & 1) ? -kThresholdsHiddenAmax : kThresholdsHiddenAmax);
+  out[static_cast<size_t>(pos)] =
+      to_bf16((s.child("amax").bits(1) & 1) ? -kThresholdsHiddenAmax : kThresholdsHiddenAmax);
 }
 
 // ---- logits ----------------------------------------------------------------------------------------
@@ -71,11 +76,11 @@ void draw_hidden_thresholds(const CaseRecipe& r, std::vector<uint16_t>& out) {
 double base_logit(LogitProfile p, const Stream& s, uint64_t i) {
   switch (p) {
     case LogitProfile::kAllNegative:
-      return -(0.25 + 2.0 * std::fabs(s.normal(i)));   // < -0.25
+      return -(0.25 + 2.0 * std::fabs(s.normal(i)));  // < -0.25
     case LogitProfile::kVeryNegative:
-      return -(95.0 + 25.0 * s.uniform(i));             // [-120, -95]: fp32 sigmoid underflows (Z5)
+      return -(95.0 + 25.0 * s.uniform(i));  // [-120, -95]: fp32 sigmoid underflows (Z5)
     case LogitProfile::kLarge:
-      return 64.0 * s.normal(i);                        // |x| up to 384: exp overflows without max-subtraction
+      return 64.0 * s.normal(i);  // |x| up to 384: exp overflows without max-subtraction
     case LogitProfile::kNormal:
     case LogitProfile::kTies:
     case LogitProfile::kNearTies:
@@ -113,7 +118,8 @@ void place_ties(const CaseRecipe& r, std::vector<float>& logits) {
     if (r.values.logits == LogitProfile::kTies) {
       row[order[static_cast<size_t>(k)]] = kth;
       // Half of the tokens get a three-way tie across the boundary.
-      if (k + 1 < e_count && (s.bits(static_cast<uint64_t>(t)) & 1)) row[order[static_cast<size_t>(k + 1)]] = kth;
+      if (k + 1 < e_count && (s.bits(static_cast<uint64_t>(t)) & 1))
+        row[order[static_cast<size_t>(k + 1)]] = kth;
     } else {
       row[order[static_cast<size_t>(k)]] = std::nextafter(kth, -std::numeric_limits<float>::infinity());
     }
@@ -140,7 +146,8 @@ const std::array<uint8_t, kPairMask + 1>& packed_pair_table() {
       code_of[static_cast<size_t>(b)] = static_cast<uint8_t>(m | ((b & 0x40) ? 0x8 : 0x0));
     }
     std::array<uint8_t, kPairMask + 1> t{};
-    for (size_t w = 0; w <= kPairMask; ++w) t[w] = static_cast<uint8_t>(code_of[w & 0x7F] | (code_of[w >> 7] << 4));
+    for (size_t w = 0; w <= kPairMask; ++w)
+      t[w] = static_cast<uint8_t>(code_of[w & 0x7F] | (code_of[w >> 7] << 4));
     return t;
   }();
   return table;
@@ -162,7 +169,8 @@ const std::array<uint8_t, 256>& normal_scale_table() {
   static const std::array<uint8_t, 256> table = [] {
     std::array<uint8_t, 256> t{};
     for (int i = 0; i < 256; ++i)
-      t[static_cast<size_t>(i)] = e4m3_from_float(static_cast<float>(448.0 * (1.3 + 1.7 * (i + 0.5) / 256.0) / 5.0));
+      t[static_cast<size_t>(i)] =
+          e4m3_from_float(static_cast<float>(448.0 * (1.3 + 1.7 * (i + 0.5) / 256.0) / 5.0));
     return t;
   }();
   return table;
@@ -188,8 +196,9 @@ void fill_matrix(const CaseRecipe& r, const Stream& s, Nvfp4Matrix& m) {
     // One element per block carries the block max (+-6), as a quantized block does.
     set_fp4_code(bytes, static_cast<int64_t>(head & 15), (head & 16) ? 0xF : 0x7);
     const uint8_t scale_bits = static_cast<uint8_t>(c1 >> 56);
-    uint8_t scale = any_scale ? static_cast<uint8_t>(1 + (scale_bits * 0x7Du) / 0xFFu)  // 1..0x7E, all finite > 0
-                              : normal_scales[scale_bits];
+    uint8_t scale = any_scale
+                        ? static_cast<uint8_t>(1 + (scale_bits * 0x7Du) / 0xFFu)  // 1..0x7E, all finite > 0
+                        : normal_scales[scale_bits];
     if (p == WeightProfile::kZeroBlocks && ((head >> 5) & 3) == 0) {
       // All-zero block (1 in 4); codes 0x0 or 0x8 (-0); the scale byte as ModelOpt writes it (0x38 =
       // 1.0: "pbs[pbs == 0] = 1.0"), 0x00, or left as drawn. The code bits are free to reuse here.
@@ -201,7 +210,8 @@ void fill_matrix(const CaseRecipe& r, const Stream& s, Nvfp4Matrix& m) {
     m.scales[static_cast<size_t>(blk)] = scale;
   }
   // Tiny scales: guarantee an E4M3 subnormal scale byte (0x01..0x07) in every matrix.
-  if (p == WeightProfile::kTinyScales && blocks > 0) m.scales[0] = static_cast<uint8_t>(1 + s.child("subnormal").bits(0) % 7);
+  if (p == WeightProfile::kTinyScales && blocks > 0)
+    m.scales[0] = static_cast<uint8_t>(1 + s.child("subnormal").bits(0) % 7);
 }
 
 }  // namespace
@@ -220,8 +230,10 @@ LoadSteering load_steering(const CaseRecipe& r) {
       const int64_t g = group_order[static_cast<size_t>(gi)];
       const auto members = shuffled(per_group, s.child("group." + std::to_string(g)));
       for (int64_t m : members) {
-        if (static_cast<int64_t>(out.hot.size()) < k) out.hot.push_back(g * per_group + m);
-        else if (groups) out.companions.push_back(g * per_group + m);
+        if (static_cast<int64_t>(out.hot.size()) < k)
+          out.hot.push_back(g * per_group + m);
+        else if (groups)
+          out.companions.push_back(g * per_group + m);
       }
     }
   } else if (r.values.load == LoadProfile::kZeroTokenExperts) {
@@ -230,7 +242,8 @@ LoadSteering load_steering(const CaseRecipe& r) {
       const int64_t n_cold = std::min(std::max<int64_t>(1, n_group / 4), n_group - r.shape.topk_group);
       const auto group_order = shuffled(n_group, s.child("groups"));
       for (int64_t gi = 0; gi < n_cold; ++gi)
-        for (int64_t m = 0; m < per_group; ++m) out.cold.push_back(group_order[static_cast<size_t>(gi)] * per_group + m);
+        for (int64_t m = 0; m < per_group; ++m)
+          out.cold.push_back(group_order[static_cast<size_t>(gi)] * per_group + m);
     } else {
       const int64_t n_cold = std::min(std::max<int64_t>(1, e_count / 4), e_count - k);
       const auto order = shuffled(e_count, s.child("experts"));
@@ -255,7 +268,9 @@ std::vector<uint16_t> draw_hidden(const CaseRecipe& r) {
       // (a 2^16 spread only reaches E4M3 subnormals; docs/value-profiles.md).
       for (int64_t t = 0; t < t_count; ++t) {
         const int e = t_count > 1 ? 8 - static_cast<int>(20 * t / (t_count - 1)) : 0;
-        for (int64_t i = 0; i < h; ++i) out[static_cast<size_t>(t * h + i)] = to_bf16(std::ldexp(s.normal(static_cast<uint64_t>(t * h + i)), e));
+        for (int64_t i = 0; i < h; ++i)
+          out[static_cast<size_t>(t * h + i)] =
+              to_bf16(std::ldexp(s.normal(static_cast<uint64_t>(t * h + i)), e));
       }
       return out;
     default:
@@ -277,7 +292,8 @@ std::vector<uint16_t> draw_hidden(const CaseRecipe& r) {
       for (int64_t j = 0; j < per_token; ++j) {
         const uint64_t idx = static_cast<uint64_t>(t * per_token + j);
         const int64_t pos = o.uniform_int(idx * 3, 0, h - 1);
-        const double mag = std::ldexp(1.0 + o.uniform(idx * 3 + 1), 6 + static_cast<int>(o.bits(idx * 3 + 2) % 5));
+        const double mag =
+            std::ldexp(1.0 + o.uniform(idx * 3 + 1), 6 + static_cast<int>(o.bits(idx * 3 + 2) % 5));
         out[static_cast<size_t>(t * h + pos)] = to_bf16((o.bits(idx * 3 + 2) & 0x100) ? -mag : mag);
       }
   }
@@ -300,12 +316,14 @@ std::vector<float> draw_logits(const CaseRecipe& r) {
       double* row = v.data() + t * e_count;
       const double mx = *std::max_element(row, row + e_count), mn = *std::min_element(row, row + e_count);
       for (int64_t e = 0; e < e_count; ++e)
-        if (tier[static_cast<size_t>(e)] != 0) row[e] = steered_logit(r.values.logits, tier[static_cast<size_t>(e)], row[e], mx, mn);
+        if (tier[static_cast<size_t>(e)] != 0)
+          row[e] = steered_logit(r.values.logits, tier[static_cast<size_t>(e)], row[e], mx, mn);
     }
   }
   std::vector<float> out(v.size());
   for (size_t i = 0; i < v.size(); ++i) out[i] = static_cast<float>(v[i]);
-  if (r.values.logits == LogitProfile::kTies || r.values.logits == LogitProfile::kNearTies) place_ties(r, out);
+  if (r.values.logits == LogitProfile::kTies || r.values.logits == LogitProfile::kNearTies)
+    place_ties(r, out);
   return out;
 }
 
@@ -314,15 +332,24 @@ std::vector<float> draw_bias(const CaseRecipe& r) {
   const int64_t e_count = r.shape.experts;
   const Stream s(r.seed, "bias");
   // Under (near-)tie logits every expert gets the same bias, so equal logits stay equal biased scores.
-  const bool shared_value = r.values.logits == LogitProfile::kTies || r.values.logits == LogitProfile::kNearTies;
+  const bool shared_value =
+      r.values.logits == LogitProfile::kTies || r.values.logits == LogitProfile::kNearTies;
   std::vector<double> b(static_cast<size_t>(e_count));
   for (int64_t e = 0; e < e_count; ++e) {
     const uint64_t i = shared_value ? 0 : static_cast<uint64_t>(e);
     switch (r.values.bias) {
-      case BiasProfile::kSmall: b[static_cast<size_t>(e)] = 0.05 * s.normal(i); break;
-      case BiasProfile::kDominant: b[static_cast<size_t>(e)] = 4.0 * s.normal(i); break;  // spread >> sigmoid's (0,1)
-      case BiasProfile::kNegative: b[static_cast<size_t>(e)] = -(1.5 + 0.5 * std::fabs(s.normal(i))); break;  // s + b < 0
-      case BiasProfile::kZero: b[static_cast<size_t>(e)] = 0.0; break;
+      case BiasProfile::kSmall:
+        b[static_cast<size_t>(e)] = 0.05 * s.normal(i);
+        break;
+      case BiasProfile::kDominant:
+        b[static_cast<size_t>(e)] = 4.0 * s.normal(i);
+        break;  // spread >> sigmoid's (0,1)
+      case BiasProfile::kNegative:
+        b[static_cast<size_t>(e)] = -(1.5 + 0.5 * std::fabs(s.normal(i)));
+        break;  // s + b < 0
+      case BiasProfile::kZero:
+        b[static_cast<size_t>(e)] = 0.0;
+        break;
     }
   }
   // Steering: sigmoid scores lie in [0, 1], so a bias margin of >= 1 decides the order whatever the
@@ -343,10 +370,13 @@ std::vector<float> draw_bias(const CaseRecipe& r) {
 HashRoutingTables draw_hash_routing(const CaseRecipe& r) {
   HashRoutingTables out;
   if (r.routing.mode != RoutingMode::kHash) return out;
-  const int64_t t_count = r.shape.tokens, vocab = r.hash_vocab(), k = r.shape.top_k, e_count = r.shape.experts;
+  const int64_t t_count = r.shape.tokens, vocab = r.hash_vocab(), k = r.shape.top_k,
+                e_count = r.shape.experts;
   const Stream s(r.seed, "hash");
   out.token_ids.resize(static_cast<size_t>(t_count));
-  for (int64_t t = 0; t < t_count; ++t) out.token_ids[static_cast<size_t>(t)] = static_cast<int32_t>(s.uniform_int(static_cast<uint64_t>(t), 0, vocab - 1));
+  for (int64_t t = 0; t < t_count; ++t)
+    out.token_ids[static_cast<size_t>(t)] =
+        static_cast<int32_t>(s.uniform_int(static_cast<uint64_t>(t), 0, vocab - 1));
 
   const LoadSteering st = load_steering(r);
   std::vector<int64_t> pool;
@@ -372,7 +402,8 @@ HashRoutingTables draw_hash_routing(const CaseRecipe& r) {
         std::swap(scratch[static_cast<size_t>(j)], scratch[static_cast<size_t>(pick)]);
         row[j] = static_cast<int32_t>(scratch[static_cast<size_t>(j)]);
       } else {
-        row[j] = static_cast<int32_t>(pool[static_cast<size_t>(rs.uniform_int(static_cast<uint64_t>(j), 0, p - 1))]);
+        row[j] = static_cast<int32_t>(
+            pool[static_cast<size_t>(rs.uniform_int(static_cast<uint64_t>(j), 0, p - 1))]);
       }
     }
   }
@@ -393,8 +424,11 @@ ExpertWeights draw_expert_weights(const CaseRecipe& r, int64_t expert) {
   const int64_t h = r.shape.hidden, i = r.shape.inter;
   ExpertWeights w{Nvfp4Matrix(i, h), Nvfp4Matrix(i, h), Nvfp4Matrix(h, i)};
   const uint64_t e = static_cast<uint64_t>(expert);
-  const auto matrix_stream = [&](std::string_view name) { return Stream(mix64(derive_seed(r.seed, name) ^ mix64(e))); };
-  const Stream gate_s = matrix_stream("weights.gate"), up_s = matrix_stream("weights.up"), down_s = matrix_stream("weights.down");
+  const auto matrix_stream = [&](std::string_view name) {
+    return Stream(mix64(derive_seed(r.seed, name) ^ mix64(e)));
+  };
+  const Stream gate_s = matrix_stream("weights.gate"), up_s = matrix_stream("weights.up"),
+               down_s = matrix_stream("weights.down");
   fill_matrix(r, gate_s, w.gate);
   fill_matrix(r, up_s, w.up);
   fill_matrix(r, down_s, w.down);

@@ -18,7 +18,7 @@ struct Location {
   int64_t token = -1;
   int64_t slot = -1;
   int64_t expert = -1;
-  int64_t element = -1;   // column within the stage's row
+  int64_t element = -1;  // column within the stage's row
 };
 
 struct ElementError {
@@ -26,34 +26,50 @@ struct ElementError {
   double got = 0;
   double expected = 0;
   double bound = 0;
-  double ratio() const { return bound > 0 ? std::fabs(got - expected) / bound : (got == expected ? 0 : INFINITY); }
+  double ratio() const {
+    return bound > 0 ? std::fabs(got - expected) / bound : (got == expected ? 0 : INFINITY);
+  }
 };
 
 enum class Outcome : uint8_t { kPass, kFail, kSkip, kVacuous };
 
 struct Verdict {
   Outcome outcome = Outcome::kPass;
-  std::string invariant;      // e.g. "ORACLE", "SCALE1"
-  std::string stage;          // e.g. "route", "gemm1", "combine", "layer"
-  std::string message;        // one line: what went wrong, named pattern if one matched
-  ElementError worst;         // the element with the largest error/bound
+  std::string invariant;                     // e.g. "ORACLE", "SCALE1"
+  std::string stage;                         // e.g. "route", "gemm1", "combine", "layer"
+  std::string message;                       // one line: what went wrong, named pattern if one matched
+  ElementError worst;                        // the element with the largest error/bound
   std::vector<ElementError> worst_elements;  // up to 30, NaN first, then by ratio
-  double max_ratio = 0;       // max error/bound over all compared elements (reported on pass too)
-  int64_t compared = 0;       // number of elements compared (0 on a pass means vacuous)
+  double max_ratio = 0;  // max error/bound over all compared elements (reported on pass too)
+  int64_t compared = 0;  // number of elements compared (0 on a pass means vacuous)
 
   // A vacuous verdict (the bound would also accept a trivial corruption) is neither a pass nor a
   // failure: it is counted apart in summaries.
   bool passed() const { return outcome == Outcome::kPass || outcome == Outcome::kSkip; }
   bool failed() const { return outcome == Outcome::kFail; }
   static Verdict pass(std::string invariant, std::string stage) {
-    Verdict v; v.invariant = std::move(invariant); v.stage = std::move(stage); return v;
+    Verdict v;
+    v.invariant = std::move(invariant);
+    v.stage = std::move(stage);
+    return v;
   }
   static Verdict skip(std::string invariant, std::string reason) {
-    Verdict v; v.outcome = Outcome::kSkip; v.invariant = std::move(invariant); v.message = std::move(reason); return v;
+    Verdict v;
+    v.outcome = Outcome::kSkip;
+    v.invariant = std::move(invariant);
+    v.message = std::move(reason);
+    return v;
   }
-  static Verdict fail(std::string invariant, std::string stage, std::string message, ElementError worst = {}) {
-    Verdict v; v.outcome = Outcome::kFail; v.invariant = std::move(invariant); v.stage = std::move(stage);
-    v.message = std::move(message); v.worst = worst; v.max_ratio = worst.ratio(); return v;
+  static Verdict fail(std::string invariant, std::string stage, std::string message,
+                      ElementError worst = {}) {
+    Verdict v;
+    v.outcome = Outcome::kFail;
+    v.invariant = std::move(invariant);
+    v.stage = std::move(stage);
+    v.message = std::move(message);
+    v.worst = worst;
+    v.max_ratio = worst.ratio();
+    return v;
   }
   std::string signature() const { return invariant + "/" + stage; }
 };

@@ -77,7 +77,8 @@ bool read_block(const uint8_t* data, size_t size, Block& out) {
       const Case c = materialize(r);
       out.recipe = r;
       out.x.clear();
-      for (int64_t i = 0; i < r.shape.hidden; ++i) out.x.push_back(bf16_to_float(c.hidden[static_cast<size_t>(i)]));
+      for (int64_t i = 0; i < r.shape.hidden; ++i)
+        out.x.push_back(bf16_to_float(c.hidden[static_cast<size_t>(i)]));
       out.s_q = c.a1_scale[0];
       return true;
     }
@@ -97,8 +98,8 @@ cpu::QuantizerFlags mutant_flags() {
   return f;
 }
 
-void fail(const Block& b, const char* inv, const char* stage, const std::string& msg, int64_t element, double got,
-          double expected) {
+void fail(const Block& b, const char* inv, const char* stage, const std::string& msg, int64_t element,
+          double got, double expected) {
   ElementError w{.where = {.token = 0, .element = element}, .got = got, .expected = expected, .bound = 0};
   fuzz::report_finding(b.recipe, Verdict::fail(inv, stage, msg, w), "cpu (nvfp4_fuzzer)");
 }
@@ -116,18 +117,23 @@ void check_formats(const Block& b) {
     // E2M1: nearest magnitude (saturating at 6), sign kept, NaN -> +6.
     const uint8_t c = e2m1_from_float(x);
     if (std::isnan(x)) {
-      if (c != 0x7) return fail(b, "FORMAT", "e2m1", "NaN must convert to +6 (0x7)", static_cast<int64_t>(i), c, 0x7);
+      if (c != 0x7)
+        return fail(b, "FORMAT", "e2m1", "NaN must convert to +6 (0x7)", static_cast<int64_t>(i), c, 0x7);
     } else {
       const double ax = std::min<double>(std::fabs(x), 6.0);
       const double v = std::fabs(e2m1_to_float(c));
       bool ok = std::signbit(x) == ((c & 0x8) != 0);
       for (float m : kE2m1Magnitudes) ok = ok && nearest(ax, v, {m});
-      if (!ok) return fail(b, "FORMAT", "e2m1", "e2m1_from_float is not a nearest signed code", static_cast<int64_t>(i), e2m1_to_float(c), x);
+      if (!ok)
+        return fail(b, "FORMAT", "e2m1", "e2m1_from_float is not a nearest signed code",
+                    static_cast<int64_t>(i), e2m1_to_float(c), x);
     }
     // E4M3: nearest of the two neighbouring codes (saturating at 448), NaN -> 0x7F.
     const uint8_t s = e4m3_from_float(x);
     if (std::isnan(x)) {
-      if (s != kE4m3NaNCode) return fail(b, "FORMAT", "e4m3", "NaN must convert to 0x7F", static_cast<int64_t>(i), s, kE4m3NaNCode);
+      if (s != kE4m3NaNCode)
+        return fail(b, "FORMAT", "e4m3", "NaN must convert to 0x7F", static_cast<int64_t>(i), s,
+                    kE4m3NaNCode);
     } else {
       const uint8_t mag = s & 0x7F;
       const double ax = std::min<double>(std::fabs(x), kE4m3Max);
@@ -136,7 +142,8 @@ void check_formats(const Block& b) {
       const double above = mag < kE4m3MaxCode ? e4m3_to_float(static_cast<uint8_t>(mag + 1)) : v;
       const bool sign_ok = (s & 0x80) == 0 ? !std::signbit(x) || v == 0 : std::signbit(x);
       if (mag > kE4m3MaxCode || !sign_ok || !nearest(ax, v, {below, above}))
-        return fail(b, "FORMAT", "e4m3", "e4m3_from_float is not a nearest saturated code", static_cast<int64_t>(i), e4m3_to_float(s), x);
+        return fail(b, "FORMAT", "e4m3", "e4m3_from_float is not a nearest saturated code",
+                    static_cast<int64_t>(i), e4m3_to_float(s), x);
     }
     // E4M3 decode -> encode is the identity on every non-NaN byte.
     uint16_t h = 0;
@@ -144,26 +151,32 @@ void check_formats(const Block& b) {
     std::memcpy(&h, reinterpret_cast<const char*>(&xb) + 2, 2);
     const uint8_t byte = static_cast<uint8_t>(h & 0xFF);
     if ((byte & 0x7F) != 0x7F && e4m3_from_float(e4m3_to_float(byte)) != byte)
-      return fail(b, "FORMAT", "e4m3", "E4M3 byte does not round-trip", static_cast<int64_t>(i), e4m3_from_float(e4m3_to_float(byte)), byte);
+      return fail(b, "FORMAT", "e4m3", "E4M3 byte does not round-trip", static_cast<int64_t>(i),
+                  e4m3_from_float(e4m3_to_float(byte)), byte);
   }
   // Packing: the low nibble of each value's bf16 bits as a code.
   std::vector<uint8_t> codes;
   for (float x : b.x) codes.push_back(static_cast<uint8_t>(bf16_from_float(x) & 0xF));
   if (codes.size() % 2 == 0) {
     const std::vector<uint8_t> packed = pack_fp4(codes);
-    if (unpack_fp4(packed) != codes) return fail(b, "FORMAT", "packing", "unpack_fp4(pack_fp4(c)) != c", -1, 0, 0);
+    if (unpack_fp4(packed) != codes)
+      return fail(b, "FORMAT", "packing", "unpack_fp4(pack_fp4(c)) != c", -1, 0, 0);
     for (size_t i = 0; i < codes.size(); ++i)
       if (fp4_code_at(packed.data(), static_cast<int64_t>(i)) != codes[i])
-        return fail(b, "FORMAT", "packing", "fp4_code_at disagrees with pack_fp4", static_cast<int64_t>(i), fp4_code_at(packed.data(), static_cast<int64_t>(i)), codes[i]);
+        return fail(b, "FORMAT", "packing", "fp4_code_at disagrees with pack_fp4", static_cast<int64_t>(i),
+                    fp4_code_at(packed.data(), static_cast<int64_t>(i)), codes[i]);
   }
 }
 
 void note_quant(const QuantizedRowRef& ref, const std::vector<float>& x) {
   for (size_t i = 0; i < ref.scaled.size(); ++i) {
     const float y = ref.scaled[i];
-    if (std::isnan(x[i])) fuzz::note(fuzz::Feature::kFp4Saturate, 1);
-    else if (std::isinf(x[i])) fuzz::note(fuzz::Feature::kFp4Saturate, 2);
-    else if (std::fabs(y) > 6) fuzz::note(fuzz::Feature::kFp4Saturate, 0);
+    if (std::isnan(x[i]))
+      fuzz::note(fuzz::Feature::kFp4Saturate, 1);
+    else if (std::isinf(x[i]))
+      fuzz::note(fuzz::Feature::kFp4Saturate, 2);
+    else if (std::fabs(y) > 6)
+      fuzz::note(fuzz::Feature::kFp4Saturate, 0);
     for (uint32_t t = 0; t < kE2m1Thresholds.size(); ++t)
       if (std::fabs(y) == kE2m1Thresholds[t]) fuzz::note(fuzz::Feature::kFp4Threshold, t * 2 + (y < 0));
   }
@@ -199,18 +212,20 @@ void check_quantizer(const Block& b) {
     std::vector<uint8_t> packed(static_cast<size_t>(n / 2)), scales(static_cast<size_t>(n / 16));
     cpu::quantize_nvfp4_row(b.x.data(), n, b.s_q, f, packed.data(), scales.data());
     const QuantizedRowRef ref = quantize_row_ref(b.x, b.s_q, variant, rule);
-    fuzz::note(fuzz::Feature::kQuantVariant, static_cast<uint32_t>(variant) * 2 + static_cast<uint32_t>(rule));
+    fuzz::note(fuzz::Feature::kQuantVariant,
+               static_cast<uint32_t>(variant) * 2 + static_cast<uint32_t>(rule));
     note_quant(ref, b.x);
     for (int64_t blk = 0; blk < n / 16; ++blk) {
       if (ref.unverified[static_cast<size_t>(blk)]) continue;
       if (!ref.admits_scale(static_cast<size_t>(blk), scales[static_cast<size_t>(blk)]))
         return fail(b, "ORACLE", "fc1_quant", "block scale not admitted by quantize_row_ref", blk * 16,
-                    e4m3_to_float(scales[static_cast<size_t>(blk)]), e4m3_to_float(ref.scales[static_cast<size_t>(blk)]));
+                    e4m3_to_float(scales[static_cast<size_t>(blk)]),
+                    e4m3_to_float(ref.scales[static_cast<size_t>(blk)]));
       for (int64_t i = blk * 16; i < blk * 16 + 16; ++i) {
         const uint8_t code = fp4_code_at(packed.data(), i);
         if (!ref.admits(static_cast<size_t>(i), code))
-          return fail(b, "ORACLE", "fc1_quant", "E2M1 code not admitted by quantize_row_ref", i, e2m1_to_float(code),
-                      e2m1_to_float(ref.codes[static_cast<size_t>(i)]));
+          return fail(b, "ORACLE", "fc1_quant", "E2M1 code not admitted by quantize_row_ref", i,
+                      e2m1_to_float(code), e2m1_to_float(ref.codes[static_cast<size_t>(i)]));
       }
     }
   }

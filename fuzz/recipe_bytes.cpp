@@ -59,19 +59,31 @@ double finite_positive_or(double v, double fallback) { return std::isfinite(v) &
 ShapeLimits layer_limits() { return {}; }
 ShapeLimits routing_limits() {
   // T x E bounded by the routing oracle's cost (50-digit scores per logit: ~80% of an execution).
-  return {.max_tokens = 8, .max_hidden = 16, .max_inter = 16, .max_experts = 32, .max_top_k = 8,
-          .max_shared = 1, .max_vocab = 128, .max_edits = 8};
+  return {.max_tokens = 8,
+          .max_hidden = 16,
+          .max_inter = 16,
+          .max_experts = 32,
+          .max_top_k = 8,
+          .max_shared = 1,
+          .max_vocab = 128,
+          .max_edits = 8};
 }
 ShapeLimits nvfp4_limits() {
-  return {.max_tokens = 1, .max_hidden = 64, .max_inter = 16, .max_experts = 1, .max_top_k = 1,
-          .max_shared = 0, .max_vocab = 16, .max_edits = 80};
+  return {.max_tokens = 1,
+          .max_hidden = 64,
+          .max_inter = 16,
+          .max_experts = 1,
+          .max_top_k = 1,
+          .max_shared = 0,
+          .max_vocab = 16,
+          .max_edits = 80};
 }
 
 std::span<const double> special_reals() {
   static constexpr std::array<double, 26> v = {
-      0.0,  -0.0, 1.0,  -1.0,  kInf,   -kInf,  kNaN, 0.25,   0.75,   1.25,    1.75,   2.5,   3.5,
-      5.0,  6.0,  -6.0, 448.0, 2688.0, 1e-30,  1e30, 1e-45,  3.0e38, -3.0e38, 3.3895313892515355e38,
-      0.5,  -5.0};
+      0.0, -0.0, 1.0, -1.0, kInf,  -kInf,  kNaN,  0.25, 0.75,  1.25,   1.75,    2.5,
+      3.5, 5.0,  6.0, -6.0, 448.0, 2688.0, 1e-30, 1e30, 1e-45, 3.0e38, -3.0e38, 3.3895313892515355e38,
+      0.5, -5.0};
   return v;
 }
 
@@ -99,7 +111,8 @@ bool clamp_to_limits(CaseRecipe& r, const ShapeLimits& lim) {
   s.inter = clamp64(s.inter / 16 * 16, 16, lim.max_inter);
   s.experts = clamp64(s.experts, 1, lim.max_experts);
   s.shared_experts = clamp64(s.shared_experts, 0, lim.max_shared);
-  if (ro.shared_fusion == SharedFusion::kFused && s.shared_experts == 0) ro.shared_fusion = SharedFusion::kSeparate;
+  if (ro.shared_fusion == SharedFusion::kFused && s.shared_experts == 0)
+    ro.shared_fusion = SharedFusion::kSeparate;
   if (ro.mode == RoutingMode::kSigmoidGrouped) {
     s.n_group = divisor_at_most(s.experts, std::max<int64_t>(s.n_group, 1));
     s.topk_group = clamp64(s.topk_group, 1, s.n_group);
@@ -110,7 +123,8 @@ bool clamp_to_limits(CaseRecipe& r, const ShapeLimits& lim) {
   }
   int64_t max_k = lim.max_top_k;
   if (ro.mode == RoutingMode::kSoftmax) max_k = std::min(max_k, s.experts);
-  if (ro.mode == RoutingMode::kSigmoidGrouped) max_k = std::min(max_k, s.topk_group * (s.experts / s.n_group));
+  if (ro.mode == RoutingMode::kSigmoidGrouped)
+    max_k = std::min(max_k, s.topk_group * (s.experts / s.n_group));
   s.top_k = clamp64(s.top_k, 1, max_k);
   if (ro.vocab != 0) ro.vocab = clamp64(ro.vocab, 1, lim.max_vocab);
   if (ro.vocab == 0 && r.hash_vocab() > lim.max_vocab) ro.vocab = lim.max_vocab;
@@ -133,7 +147,8 @@ bool clamp_to_limits(CaseRecipe& r, const ShapeLimits& lim) {
   for (size_t guard = 0; guard <= lim.max_edits + 1; ++guard) {
     const auto issue = find_recipe_issue(r);
     if (!issue) return r == before;
-    if (issue->field != "edit" || issue->edit < 0 || static_cast<size_t>(issue->edit) >= r.edits.size()) break;
+    if (issue->field != "edit" || issue->edit < 0 || static_cast<size_t>(issue->edit) >= r.edits.size())
+      break;
     r.edits.erase(r.edits.begin() + issue->edit);
   }
   // Something the clamps above do not model: start over from the default recipe (always valid).
@@ -189,11 +204,21 @@ CaseRecipe decode_recipe_bytes(std::span<const uint8_t> bytes) {
     for (int64_t d : t.shape) e.index.push_back(d > 0 ? in.u16() % d : 0);
     const uint8_t pick = in.u8();
     switch (t.kind) {
-      case EditValueKind::kReal: e.value = special_reals()[pick % special_reals().size()]; break;
-      case EditValueKind::kFp4Code: e.value = pick % 16; break;
-      case EditValueKind::kE4m3Byte: e.value = pick; break;
-      case EditValueKind::kTokenId: e.value = pick % std::max<int64_t>(r.hash_vocab(), 1); break;
-      case EditValueKind::kExpertId: e.value = pick % std::max<int64_t>(r.shape.experts, 1); break;
+      case EditValueKind::kReal:
+        e.value = special_reals()[pick % special_reals().size()];
+        break;
+      case EditValueKind::kFp4Code:
+        e.value = pick % 16;
+        break;
+      case EditValueKind::kE4m3Byte:
+        e.value = pick;
+        break;
+      case EditValueKind::kTokenId:
+        e.value = pick % std::max<int64_t>(r.hash_vocab(), 1);
+        break;
+      case EditValueKind::kExpertId:
+        e.value = pick % std::max<int64_t>(r.shape.experts, 1);
+        break;
     }
     r.edits.push_back(std::move(e));
   }

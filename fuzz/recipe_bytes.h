@@ -47,7 +47,8 @@ CaseRecipe decode_recipe_bytes(std::span<const uint8_t> bytes);
 
 // The text format when the bytes parse, else decode_recipe_bytes; then clamp_to_limits.
 // `parsed` (optional) reports whether the text format was used.
-CaseRecipe recipe_from_bytes(const uint8_t* data, size_t size, const ShapeLimits& lim, bool* parsed = nullptr);
+CaseRecipe recipe_from_bytes(const uint8_t* data, size_t size, const ShapeLimits& lim,
+                             bool* parsed = nullptr);
 
 // Special real values for edits and the decoder: zeros of both signs, infinities, NaN, E2M1 decision
 // thresholds and magnitudes, the E4M3 maximum and the NVFP4 calibration constant 448*6 = 2688, tiny

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <limits>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "core/recipe_text.h"
@@ -19,7 +19,9 @@ using Rng = std::mt19937_64;
 
 uint64_t below(Rng& rng, uint64_t n) { return n == 0 ? 0 : rng() % n; }
 template <class T, size_t N>
-const T& pick(Rng& rng, const std::array<T, N>& a) { return a[below(rng, N)]; }
+const T& pick(Rng& rng, const std::array<T, N>& a) {
+  return a[below(rng, N)];
+}
 
 // Sizes around the boundaries the kernels tile on: 16-element scale blocks, 64-element K tiles
 // (CPU tactic 1), powers of two and one past them.
@@ -36,15 +38,34 @@ int64_t boundary_value(Rng& rng, int64_t max, int64_t step) {
 void mutate_shape(CaseRecipe& r, Rng& rng, const ShapeLimits& lim) {
   Shape& s = r.shape;
   switch (below(rng, 9)) {
-    case 0: s.tokens = boundary_value(rng, lim.max_tokens, 1); break;
-    case 1: s.hidden = boundary_value(rng, lim.max_hidden, 16); break;
-    case 2: s.inter = boundary_value(rng, lim.max_inter, 16); break;
-    case 3: s.experts = boundary_value(rng, lim.max_experts, 1); break;
-    case 4: s.top_k = 1 + static_cast<int64_t>(below(rng, lim.max_top_k)); break;
-    case 5: s.n_group = 1 + static_cast<int64_t>(below(rng, 8)); s.topk_group = 1 + static_cast<int64_t>(below(rng, 8)); break;
-    case 6: s.shared_experts = static_cast<int64_t>(below(rng, lim.max_shared + 1)); break;
-    case 7: s.tokens += below(rng, 2) ? 1 : -1; break;
-    default: s.experts += below(rng, 2) ? 1 : -1; break;
+    case 0:
+      s.tokens = boundary_value(rng, lim.max_tokens, 1);
+      break;
+    case 1:
+      s.hidden = boundary_value(rng, lim.max_hidden, 16);
+      break;
+    case 2:
+      s.inter = boundary_value(rng, lim.max_inter, 16);
+      break;
+    case 3:
+      s.experts = boundary_value(rng, lim.max_experts, 1);
+      break;
+    case 4:
+      s.top_k = 1 + static_cast<int64_t>(below(rng, lim.max_top_k));
+      break;
+    case 5:
+      s.n_group = 1 + static_cast<int64_t>(below(rng, 8));
+      s.topk_group = 1 + static_cast<int64_t>(below(rng, 8));
+      break;
+    case 6:
+      s.shared_experts = static_cast<int64_t>(below(rng, lim.max_shared + 1));
+      break;
+    case 7:
+      s.tokens += below(rng, 2) ? 1 : -1;
+      break;
+    default:
+      s.experts += below(rng, 2) ? 1 : -1;
+      break;
   }
 }
 
@@ -52,30 +73,60 @@ void mutate_routing(CaseRecipe& r, Rng& rng) {
   static constexpr std::array<double, 8> kScales = {1.0, 2.5, 2.827, 16.0, 0.5, 1e-3, 1e3, 1.0 + 0x1p-20};
   Routing& ro = r.routing;
   switch (below(rng, 8)) {
-    case 0: ro.mode = static_cast<RoutingMode>(below(rng, 3)); break;
-    case 1: ro.renormalize = !ro.renormalize; break;
-    case 2: ro.correction_bias = !ro.correction_bias; break;
-    case 3: ro.routed_scaling_factor = pick(rng, kScales); break;
-    case 4: ro.scale_placement = ro.scale_placement == ScalePlacement::kTopK ? ScalePlacement::kCombine : ScalePlacement::kTopK; break;
+    case 0:
+      ro.mode = static_cast<RoutingMode>(below(rng, 3));
+      break;
+    case 1:
+      ro.renormalize = !ro.renormalize;
+      break;
+    case 2:
+      ro.correction_bias = !ro.correction_bias;
+      break;
+    case 3:
+      ro.routed_scaling_factor = pick(rng, kScales);
+      break;
+    case 4:
+      ro.scale_placement =
+          ro.scale_placement == ScalePlacement::kTopK ? ScalePlacement::kCombine : ScalePlacement::kTopK;
+      break;
     case 5:
-      ro.shared_fusion = ro.shared_fusion == SharedFusion::kFused ? SharedFusion::kSeparate : SharedFusion::kFused;
+      ro.shared_fusion =
+          ro.shared_fusion == SharedFusion::kFused ? SharedFusion::kSeparate : SharedFusion::kFused;
       if (ro.shared_fusion == SharedFusion::kFused && r.shape.shared_experts == 0) r.shape.shared_experts = 1;
       break;
-    case 6: ro.hash_score = static_cast<ScoreFunc>(below(rng, 3)); break;
-    default: ro.vocab = below(rng, 2) ? 0 : 1 + static_cast<int64_t>(below(rng, 64)); break;
+    case 6:
+      ro.hash_score = static_cast<ScoreFunc>(below(rng, 3));
+      break;
+    default:
+      ro.vocab = below(rng, 2) ? 0 : 1 + static_cast<int64_t>(below(rng, 64));
+      break;
   }
 }
 
 void mutate_values(CaseRecipe& r, Rng& rng) {
   ValueProfile& v = r.values;
   switch (below(rng, 7)) {
-    case 0: v.logits = static_cast<LogitProfile>(below(rng, 6)); break;
-    case 1: v.bias = static_cast<BiasProfile>(below(rng, 4)); break;
-    case 2: v.table = static_cast<TableProfile>(below(rng, 2)); break;
-    case 3: v.weights = static_cast<WeightProfile>(below(rng, 5)); break;
-    case 4: v.hidden = static_cast<HiddenProfile>(below(rng, 5)); break;
-    case 5: v.act_scale = static_cast<ActScaleProfile>(below(rng, 2)); break;
-    default: v.load = static_cast<LoadProfile>(below(rng, 3)); break;
+    case 0:
+      v.logits = static_cast<LogitProfile>(below(rng, 6));
+      break;
+    case 1:
+      v.bias = static_cast<BiasProfile>(below(rng, 4));
+      break;
+    case 2:
+      v.table = static_cast<TableProfile>(below(rng, 2));
+      break;
+    case 3:
+      v.weights = static_cast<WeightProfile>(below(rng, 5));
+      break;
+    case 4:
+      v.hidden = static_cast<HiddenProfile>(below(rng, 5));
+      break;
+    case 5:
+      v.act_scale = static_cast<ActScaleProfile>(below(rng, 2));
+      break;
+    default:
+      v.load = static_cast<LoadProfile>(below(rng, 3));
+      break;
   }
 }
 
@@ -83,17 +134,31 @@ void mutate_quant(CaseRecipe& r, Rng& rng) {
   static constexpr std::array<double, 4> kRatios = {1.0, 2.0, 0.5, 1.25};
   static constexpr std::array<double, 4> kLimits = {std::numeric_limits<double>::infinity(), 7.0, 1.0, 0.25};
   switch (below(rng, 5)) {
-    case 0: r.quant.activations = r.quant.activations == ActivationFormat::kNvfp4 ? ActivationFormat::kBf16 : ActivationFormat::kNvfp4; break;
-    case 1: r.quant.act_scales = r.quant.act_scales == ActScaleMode::kGlobal ? ActScaleMode::kPerExpert : ActScaleMode::kGlobal; break;
-    case 2: r.quant.gate_up_scale_ratio = pick(rng, kRatios); break;
-    case 3: r.swiglu.limit = pick(rng, kLimits); break;
-    default: r.swiglu.alpha = below(rng, 2) ? 1.0 : 1.702; r.swiglu.beta = below(rng, 2) ? 0.0 : 1.0; break;
+    case 0:
+      r.quant.activations = r.quant.activations == ActivationFormat::kNvfp4 ? ActivationFormat::kBf16
+                                                                            : ActivationFormat::kNvfp4;
+      break;
+    case 1:
+      r.quant.act_scales =
+          r.quant.act_scales == ActScaleMode::kGlobal ? ActScaleMode::kPerExpert : ActScaleMode::kGlobal;
+      break;
+    case 2:
+      r.quant.gate_up_scale_ratio = pick(rng, kRatios);
+      break;
+    case 3:
+      r.swiglu.limit = pick(rng, kLimits);
+      break;
+    default:
+      r.swiglu.alpha = below(rng, 2) ? 1.0 : 1.702;
+      r.swiglu.beta = below(rng, 2) ? 0.0 : 1.0;
+      break;
   }
 }
 
 // A special value at a chosen place. `prefer` (may be empty) names the target to favour.
 void add_edit(CaseRecipe& r, Rng& rng, const ShapeLimits& lim, std::string_view prefer) {
-  if (r.edits.size() >= lim.max_edits) r.edits.erase(r.edits.begin() + static_cast<long>(below(rng, r.edits.size())));
+  if (r.edits.size() >= lim.max_edits)
+    r.edits.erase(r.edits.begin() + static_cast<long>(below(rng, r.edits.size())));
   const auto targets = edit_targets(r);
   const EditTarget* t = &targets[below(rng, targets.size())];
   if (!prefer.empty() && below(rng, 4) != 0)
@@ -113,14 +178,20 @@ void add_edit(CaseRecipe& r, Rng& rng, const ShapeLimits& lim, std::string_view 
       if (below(rng, 4) == 0) e.value = std::nextafter(e.value, below(rng, 2) ? 1e300 : -1e300);
       break;
     }
-    case EditValueKind::kFp4Code: e.value = static_cast<double>(below(rng, 16)); break;
+    case EditValueKind::kFp4Code:
+      e.value = static_cast<double>(below(rng, 16));
+      break;
     case EditValueKind::kE4m3Byte: {
       static constexpr std::array<int, 9> kBytes = {0x00, 0x01, 0x07, 0x08, 0x38, 0x7E, 0x7F, 0x80, 0xFE};
       e.value = below(rng, 2) ? pick(rng, kBytes) : static_cast<double>(below(rng, 256));
       break;
     }
-    case EditValueKind::kTokenId: e.value = static_cast<double>(below(rng, static_cast<uint64_t>(r.hash_vocab()))); break;
-    case EditValueKind::kExpertId: e.value = static_cast<double>(below(rng, static_cast<uint64_t>(r.shape.experts))); break;
+    case EditValueKind::kTokenId:
+      e.value = static_cast<double>(below(rng, static_cast<uint64_t>(r.hash_vocab())));
+      break;
+    case EditValueKind::kExpertId:
+      e.value = static_cast<double>(below(rng, static_cast<uint64_t>(r.shape.experts)));
+      break;
   }
   r.edits.push_back(std::move(e));
 }
@@ -130,20 +201,35 @@ void mutate_once(CaseRecipe& r, Rng& rng, const ShapeLimits& lim, MutationFocus 
   static constexpr std::array<int, 7> kLayer = {2, 3, 3, 3, 2, 4, 1};
   static constexpr std::array<int, 7> kRouting = {2, 3, 5, 4, 0, 3, 1};
   static constexpr std::array<int, 7> kQuant = {2, 1, 0, 2, 2, 8, 1};
-  const auto& w = focus == MutationFocus::kRouting ? kRouting : focus == MutationFocus::kQuant ? kQuant : kLayer;
+  const auto& w = focus == MutationFocus::kRouting ? kRouting
+                  : focus == MutationFocus::kQuant ? kQuant
+                                                   : kLayer;
   int total = 0;
   for (int x : w) total += x;
   int roll = static_cast<int>(below(rng, static_cast<uint64_t>(total)));
   size_t kind = 0;
   while (roll >= w[kind]) roll -= w[kind++];
   switch (kind) {
-    case 0: r.seed = below(rng, 2) ? rng() : r.seed + 1; break;
-    case 1: mutate_shape(r, rng, lim); break;
-    case 2: mutate_routing(r, rng); break;
-    case 3: mutate_values(r, rng); break;
-    case 4: mutate_quant(r, rng); break;
+    case 0:
+      r.seed = below(rng, 2) ? rng() : r.seed + 1;
+      break;
+    case 1:
+      mutate_shape(r, rng, lim);
+      break;
+    case 2:
+      mutate_routing(r, rng);
+      break;
+    case 3:
+      mutate_values(r, rng);
+      break;
+    case 4:
+      mutate_quant(r, rng);
+      break;
     case 5:
-      add_edit(r, rng, lim, focus == MutationFocus::kQuant ? "hidden" : focus == MutationFocus::kRouting ? "logits" : "");
+      add_edit(r, rng, lim,
+               focus == MutationFocus::kQuant     ? "hidden"
+               : focus == MutationFocus::kRouting ? "logits"
+                                                  : "");
       break;
     default:
       if (!r.edits.empty()) r.edits.erase(r.edits.begin() + static_cast<long>(below(rng, r.edits.size())));
@@ -171,7 +257,8 @@ void mutate_recipe(CaseRecipe& r, std::mt19937_64& rng, const ShapeLimits& lim, 
   clamp_to_limits(r, lim);
 }
 
-CaseRecipe cross_recipes(const CaseRecipe& a, const CaseRecipe& b, std::mt19937_64& rng, const ShapeLimits& lim) {
+CaseRecipe cross_recipes(const CaseRecipe& a, const CaseRecipe& b, std::mt19937_64& rng,
+                         const ShapeLimits& lim) {
   CaseRecipe out = a;
   if (below(rng, 2)) out.seed = b.seed;
   if (below(rng, 2)) out.shape = b.shape;
@@ -199,10 +286,11 @@ size_t mutate_bytes(uint8_t* data, size_t size, size_t max_size, unsigned seed, 
   return LLVMFuzzerMutate != nullptr ? LLVMFuzzerMutate(data, size, max_size) : size;
 }
 
-size_t cross_bytes(const uint8_t* a, size_t a_size, const uint8_t* b, size_t b_size, uint8_t* out, size_t max_out,
-                   unsigned seed, const ShapeLimits& lim) {
+size_t cross_bytes(const uint8_t* a, size_t a_size, const uint8_t* b, size_t b_size, uint8_t* out,
+                   size_t max_out, unsigned seed, const ShapeLimits& lim) {
   Rng rng(seed);
-  const CaseRecipe r = cross_recipes(recipe_from_bytes(a, a_size, lim), recipe_from_bytes(b, b_size, lim), rng, lim);
+  const CaseRecipe r =
+      cross_recipes(recipe_from_bytes(a, a_size, lim), recipe_from_bytes(b, b_size, lim), rng, lim);
   return write_text(r, out, max_out);
 }
 

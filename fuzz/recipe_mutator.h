@@ -27,7 +27,8 @@ enum class MutationFocus : uint8_t { kLayer, kRouting, kQuant };
 // 1..3 semantic mutations of r, then clamp_to_limits.
 void mutate_recipe(CaseRecipe& r, std::mt19937_64& rng, const ShapeLimits& lim, MutationFocus focus);
 // Field groups taken from either parent; edits interleaved.
-CaseRecipe cross_recipes(const CaseRecipe& a, const CaseRecipe& b, std::mt19937_64& rng, const ShapeLimits& lim);
+CaseRecipe cross_recipes(const CaseRecipe& a, const CaseRecipe& b, std::mt19937_64& rng,
+                         const ShapeLimits& lim);
 
 // libFuzzer glue: parse, mutate, write to_text into data (at most max_size bytes); returns the new
 // size. When the text does not fit, the edits are dropped; if it still does not fit, the input is

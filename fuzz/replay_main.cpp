@@ -90,7 +90,8 @@ int replay_corpus(const fs::path& dir) {
 }
 
 // Check `kernel_name` on the recipe; returns the failed verdicts' signatures.
-std::vector<std::string> failures(const std::string& kernel_name, CaseRecipe r, const std::string& invariants) {
+std::vector<std::string> failures(const std::string& kernel_name, CaseRecipe r,
+                                  const std::string& invariants) {
   const auto kernel = make_kernel(kernel_name);
   r.profile = kernel->profile();
   if (const std::string why = kernel->supports(r); !why.empty())
@@ -123,18 +124,21 @@ int replay_regressions(const fs::path& dir) {
       if (const auto s = failures("cpu", r, invariants); !s.empty()) problem = "cpu fails " + s.front();
     } else {
       const auto s = failures(kernel, r, invariants);
-      if (s.empty()) problem = kernel + " no longer fails";
+      if (s.empty())
+        problem = kernel + " no longer fails";
       else if (!kills.empty() && std::find(s.begin(), s.end(), kills) == s.end())
         problem = kernel + " fails " + s.front() + " but not " + kills;
       if (problem.empty() && make_kernel(kernel)->is_mutant())
-        if (const auto twin = failures("cpu", r, invariants); !twin.empty()) problem = "correct twin cpu fails " + twin.front();
+        if (const auto twin = failures("cpu", r, invariants); !twin.empty())
+          problem = "correct twin cpu fails " + twin.front();
     }
     const double sec = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     ++n;
     if (!problem.empty()) ++bad;
-    std::printf("%s %s (%s%s%s, %.2f s)%s%s\n", problem.empty() ? "ok  " : "FAIL", f.filename().string().c_str(),
-                kernel.empty() ? "cpu" : kernel.c_str(), kills.empty() ? "" : " kills ", kills.c_str(), sec,
-                problem.empty() ? "" : ": ", problem.c_str());
+    std::printf("%s %s (%s%s%s, %.2f s)%s%s\n", problem.empty() ? "ok  " : "FAIL",
+                f.filename().string().c_str(), kernel.empty() ? "cpu" : kernel.c_str(),
+                kills.empty() ? "" : " kills ", kills.c_str(), sec, problem.empty() ? "" : ": ",
+                problem.c_str());
   }
   std::printf("%s: %d regressions replayed, %d not as expected\n", dir.string().c_str(), n, bad);
   return bad;
@@ -146,11 +150,13 @@ int main(int argc, char** argv) {
   std::vector<fs::path> corpora, regressions;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--regressions" && i + 1 < argc) regressions.push_back(argv[++i]);
+    if (a == "--regressions" && i + 1 < argc)
+      regressions.push_back(argv[++i]);
     else if (a == "-h" || a == "--help" || a.starts_with("-")) {
       std::fprintf(stderr, "usage: %s CORPUS_DIR_OR_FILE... [--regressions DIR]\n", argv[0]);
       return a.starts_with("-h") || a == "--help" ? 0 : 2;
-    } else corpora.push_back(a);
+    } else
+      corpora.push_back(a);
   }
   if (corpora.empty() && regressions.empty()) {
     std::fprintf(stderr, "usage: %s CORPUS_DIR_OR_FILE... [--regressions DIR]\n", argv[0]);

@@ -5,8 +5,8 @@
 // routing mutants, e.g. mutant/z3-group-mask-zero, show the target's teeth).
 // Semantic features: mode x flags, shapes, near-ties (check_routing's near_tie), zero-token experts,
 // duplicate ids, error/bound ratio of the weights.
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <string>
@@ -50,7 +50,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // The check engine first: it turns kernel exceptions and crashes into findings.
   CaseReport rep = check_case(kernel, c, options());
   for (size_t i = 0; i < rep.verdicts.size(); ++i) {
-    fuzz::note(fuzz::Feature::kOutcome, static_cast<uint32_t>(i + 1) * 4 + static_cast<uint32_t>(rep.verdicts[i].outcome));
+    fuzz::note(fuzz::Feature::kOutcome,
+               static_cast<uint32_t>(i + 1) * 4 + static_cast<uint32_t>(rep.verdicts[i].outcome));
     fuzz::note_ratio(static_cast<uint32_t>(i + 1), rep.verdicts[i].max_ratio);
   }
   if (rep.failed()) {
@@ -58,7 +59,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   // STRUCT's baseline run when it ran (the same guarded run with default options), else a new one.
-  const LayerResult run = rep.baseline ? std::move(*rep.baseline) : run_guarded(kernel, c, RunOptions{}).result;
+  const LayerResult run =
+      rep.baseline ? std::move(*rep.baseline) : run_guarded(kernel, c, RunOptions{}).result;
   RoutingCheck rc;
   try {
     rc = check_routing(c, profile, run.routing);
@@ -84,5 +86,6 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t* data, size_t size, size_t max
 
 extern "C" size_t LLVMFuzzerCustomCrossOver(const uint8_t* a, size_t a_size, const uint8_t* b, size_t b_size,
                                             uint8_t* out, size_t max_out, unsigned seed) {
-  return moefuzz::fuzz::cross_bytes(a, a_size, b, b_size, out, max_out, seed, moefuzz::fuzz::routing_limits());
+  return moefuzz::fuzz::cross_bytes(a, a_size, b, b_size, out, max_out, seed,
+                                    moefuzz::fuzz::routing_limits());
 }

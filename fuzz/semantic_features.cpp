@@ -19,21 +19,21 @@ namespace {
 
 // Sizes of each feature's range, in Feature order. The total is the counter array's length.
 constexpr std::array<uint32_t, static_cast<size_t>(Feature::kCount)> kSizes = {
-    48,       // kRoutingModeFlags: 3 modes x 2 x 2 x 2 x 2
-    8,        // kTokens
-    17,       // kHiddenTiles: H/16 = 1..16, 17 = more
-    17,       // kInterTiles
-    8 * 9,    // kExpertsTopK: 8 size buckets x k = 1..8, 9 = more
-    4,        // kZeroTokenExperts
-    3 * 3,    // kNearTie
-    2,        // kDuplicateIds
-    7 * 2,    // kFp4Threshold
-    3,        // kFp4Saturate
-    6,        // kScaleByte (5: S_q outside the calibrated range, not checked)
-    24 * 12,  // kRatio: up to 24 invariants x 12 log2 buckets
-    24 * 4,   // kOutcome
-    32,       // kValueProfile: 6+4+2+5+5+2+3 = 27 values
-    24 * 4,   // kEditTarget: up to 24 targets x 4 value classes
+    48,         // kRoutingModeFlags: 3 modes x 2 x 2 x 2 x 2
+    8,          // kTokens
+    17,         // kHiddenTiles: H/16 = 1..16, 17 = more
+    17,         // kInterTiles
+    8 * 9,      // kExpertsTopK: 8 size buckets x k = 1..8, 9 = more
+    4,          // kZeroTokenExperts
+    3 * 3,      // kNearTie
+    2,          // kDuplicateIds
+    7 * 2,      // kFp4Threshold
+    3,          // kFp4Saturate
+    6,          // kScaleByte (5: S_q outside the calibrated range, not checked)
+    24 * 12,    // kRatio: up to 24 invariants x 12 log2 buckets
+    24 * 4,     // kOutcome
+    32,         // kValueProfile: 6+4+2+5+5+2+3 = 27 values
+    24 * 4,     // kEditTarget: up to 24 targets x 4 value classes
     3 * 2 * 2,  // kQuantVariant
 };
 constexpr std::array<uint32_t, kSizes.size()> offsets() {
@@ -62,8 +62,8 @@ bool enabled_from_env() {
 }
 
 void print_stats() {
-  std::fprintf(stderr, "moefuzz-features: reached %u of %u semantic buckets (counters %s)\n", buckets_reached(),
-               bucket_count(), features_enabled() ? "on" : "off");
+  std::fprintf(stderr, "moefuzz-features: reached %u of %u semantic buckets (counters %s)\n",
+               buckets_reached(), bucket_count(), features_enabled() ? "on" : "off");
   if (const char* path = std::getenv("MOEFUZZ_FEATURE_STATS"); path != nullptr && *path != '\0') {
     if (FILE* f = std::fopen(path, "w")) {
       std::fprintf(f, "%u\n", buckets_reached());

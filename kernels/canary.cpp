@@ -22,7 +22,8 @@ float float_of(uint32_t b) {
 // fingerprint only has to notice that a kernel wrote its inputs, so any change of any byte must (with
 // overwhelming probability) change it; it is not a content address.
 struct WordHash {
-  uint64_t lane[4] = {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull, 0x27D4EB2F165667C5ull};
+  uint64_t lane[4] = {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull,
+                      0x27D4EB2F165667C5ull};
   static uint64_t mix(uint64_t h, uint64_t w) {
     h ^= w * 0x9E3779B97F4A7C15ull;
     h = (h << 27) | (h >> 37);
@@ -75,8 +76,11 @@ std::string CanaryReport::summary() const {
   auto add = [&](const std::string& part) { s += (s.empty() ? "" : "; ") + part; };
   if (band_before_written) add(std::to_string(band_before_written) + " stores before the output");
   if (band_after_written)
-    add(std::to_string(band_after_written) + " stores past the output end (first at +" + std::to_string(first_after_written) + ")");
-  if (unwritten) add(std::to_string(unwritten) + " output elements hold the poison (first at " + std::to_string(first_unwritten) + ")");
+    add(std::to_string(band_after_written) + " stores past the output end (first at +" +
+        std::to_string(first_after_written) + ")");
+  if (unwritten)
+    add(std::to_string(unwritten) + " output elements hold the poison (first at " +
+        std::to_string(first_unwritten) + ")");
   if (input_modified) add("input tensors modified");
   return s;
 }

@@ -30,13 +30,13 @@ inline constexpr uint32_t kCanaryBandBits = 0x7FA5A5A5u;
 inline constexpr int64_t kCanaryBandFloats = 128;
 
 struct CanaryReport {
-  bool guarded = false;            // the kernel wrote through RunOptions::output_data
-  int64_t band_before_written = 0; // band elements no longer holding the sentinel
+  bool guarded = false;             // the kernel wrote through RunOptions::output_data
+  int64_t band_before_written = 0;  // band elements no longer holding the sentinel
   int64_t band_after_written = 0;
   int64_t first_after_written = -1;  // offset past the output end of the first stray store
-  int64_t unwritten = 0;           // output elements still holding the poison bits
-  int64_t first_unwritten = -1;    // flat [T, H] index of the first
-  bool input_modified = false;     // the case's tensors changed during the run
+  int64_t unwritten = 0;             // output elements still holding the poison bits
+  int64_t first_unwritten = -1;      // flat [T, H] index of the first
+  bool input_modified = false;       // the case's tensors changed during the run
   bool clean() const {
     return band_before_written == 0 && band_after_written == 0 && unwritten == 0 && !input_modified;
   }
@@ -45,7 +45,7 @@ struct CanaryReport {
 };
 
 struct GuardedRun {
-  LayerResult result;   // output copied out of the guarded region
+  LayerResult result;  // output copied out of the guarded region
   CanaryReport canary;
 };
 

@@ -23,13 +23,13 @@
 namespace moefuzz {
 
 struct KernelClaims {
-  bool deterministic = true;     // REPEAT: bit-identical output on identical input
-  bool batch_invariant = true;   // BATCH: a token's output does not depend on other tokens
-  int tactics = 1;               // TACTIC: tile configurations selectable through RunOptions::tactic
+  bool deterministic = true;    // REPEAT: bit-identical output on identical input
+  bool batch_invariant = true;  // BATCH: a token's output does not depend on other tokens
+  int tactics = 1;              // TACTIC: tile configurations selectable through RunOptions::tactic
 };
 
 struct RunOptions {
-  int tactic = 0;                // 0 .. claims().tactics-1
+  int tactic = 0;  // 0 .. claims().tactics-1
   int threads = 1;
   // CANARY: the framework pre-fills outputs with this NaN payload; a kernel must overwrite all.
   uint32_t poison_bits = 0x7FC00001u;

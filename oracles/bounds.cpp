@@ -41,12 +41,13 @@ bool fast_math_scale_may_flush(double s_q, float sfd) {
 // [vmin, vmax] of the unflushed quantizer, plus the flushed outcomes where a flush is possible.
 struct CodeRange {
   float vmin, vmax;  // decoded E2M1 values (code value, not times the scale): hull of everything
-  float unflushed_min, unflushed_max;  // the unflushed quantizer's range alone
+  float unflushed_min, unflushed_max;         // the unflushed quantizer's range alone
   bool flush_pos = false, flush_neg = false;  // +6 / -6 reachable through outScale = +Inf
   // Exact admissibility (the hull [vmin, vmax] is what bounds use; a code strictly between the
   // unflushed range and +-6 is produced by no variant).
   bool admits(float v) const {
-    return (v >= unflushed_min && v <= unflushed_max) || (flush_pos && v == kE2m1Max) || (flush_neg && v == -kE2m1Max);
+    return (v >= unflushed_min && v <= unflushed_max) || (flush_pos && v == kE2m1Max) ||
+           (flush_neg && v == -kE2m1Max);
   }
 };
 bool is_power_of_two(double v) {
@@ -70,10 +71,10 @@ double out_scale_rel_error(double s_q, float sfd) {
 // What code_range needs of one (S_q, block scale) pair, computed once per block and byte rather than
 // once per element (is_power_of_two and the flush test were a third of an envelope).
 struct BlockQuant {
-  bool zero;     // sfd == 0: every code decodes to 0 (both zero rules)
-  double os;     // S_q / sfd
-  double rel;    // out_scale_rel_error
-  bool flush;    // fast_math_scale_may_flush
+  bool zero;   // sfd == 0: every code decodes to 0 (both zero rules)
+  double os;   // S_q / sfd
+  double rel;  // out_scale_rel_error
+  bool flush;  // fast_math_scale_may_flush
   BlockQuant(double s_q, float sfd)
       : zero(sfd == 0.0f),
         os(zero ? 0.0 : s_q / static_cast<double>(sfd)),
@@ -87,7 +88,8 @@ CodeRange code_range(double lo, double hi, const BlockQuant& q) {
   const double ymin = std::min(a * (1 - q.rel), a * (1 + q.rel));
   const double ymax = std::max(b * (1 - q.rel), b * (1 + q.rel));
   // e2m1_from_float is monotone (RN onto a monotone grid, saturating), so the ends bound the codes.
-  const float umin = e2m1_to_float(e2m1_from_float(float_down(ymin))), umax = e2m1_to_float(e2m1_from_float(float_up(ymax)));
+  const float umin = e2m1_to_float(e2m1_from_float(float_down(ymin))),
+              umax = e2m1_to_float(e2m1_from_float(float_up(ymax)));
   CodeRange r{umin, umax, umin, umax};
   if (q.flush) {
     // outScale = rcp(0) = +Inf: y = x * Inf is +-Inf (code +-6) for x != 0 and NaN (code +6,
@@ -121,11 +123,11 @@ double swiglu_eval_relative_error(double z) {
 }
 
 Interval swiglu_kernel_interval(Interval gate, Interval up, const Swiglu& s) {
-  if (std::isnan(gate.lo) || std::isnan(gate.hi) || std::isnan(up.lo) || std::isnan(up.hi))
-    return {NAN, NAN};
+  if (std::isnan(gate.lo) || std::isnan(gate.hi) || std::isnan(up.lo) || std::isnan(up.hi)) return {NAN, NAN};
   // Clamps are monotone: map the interval ends.
   const Interval g{std::min(gate.lo, s.limit), std::min(gate.hi, s.limit)};
-  const Interval v{std::clamp(up.lo, -s.limit, s.limit) + s.beta, std::clamp(up.hi, -s.limit, s.limit) + s.beta};
+  const Interval v{std::clamp(up.lo, -s.limit, s.limit) + s.beta,
+                   std::clamp(up.hi, -s.limit, s.limit) + s.beta};
   const double gc = g.center(), rg = g.radius();
   const double sc = gc / (1.0 + std::exp(-s.alpha * gc));
   const double rs = kSiluSlopeMax * rg;
@@ -142,7 +144,8 @@ Interval swiglu_kernel_interval(Interval gate, Interval up, const Swiglu& s) {
   // Below z = -80 the true sigmoid is < e^-80 < 2^-115 and a kernel's (exp saturating at FLT_MAX or
   // Inf, a flushing divide) lies in [0, 2^-115] too: the product may be anything up to |g| |v| 2^-115.
   if (zmin < -80)
-    widen += std::max(std::fabs(g.lo), std::fabs(g.hi)) * std::max(std::fabs(v.lo), std::fabs(v.hi)) * 0x1p-115;
+    widen +=
+        std::max(std::fabs(g.lo), std::fabs(g.hi)) * std::max(std::fabs(v.lo), std::fabs(v.hi)) * 0x1p-115;
   return {lo - widen, hi + widen};
 }
 
@@ -203,7 +206,8 @@ Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double>
       const CodeRange r = code_range(lo[i], hi[i], qc);
       float v = 0.0f;
       if (sfd_c != 0.0f) {
-        const float y = static_cast<float>(static_cast<double>(static_cast<float>(center[i])) * (s_q / static_cast<double>(sfd_c)));
+        const float y = static_cast<float>(static_cast<double>(static_cast<float>(center[i])) *
+                                           (s_q / static_cast<double>(sfd_c)));
         v = std::clamp(e2m1_to_float(e2m1_from_float(y)), r.vmin, r.vmax);
       }
       env.center_codes[i] = e2m1_from_float(v);  // exact: v is an E2M1 value
@@ -223,7 +227,8 @@ int64_t nvfp4_admits(std::span<const double> lo, std::span<const double> hi, flo
     const float sfd = e4m3_to_float(kb);
     const bool zero_scale = sfd == 0.0f;
     // Positive bytes are ordered like their values; a zero byte of either sign is the zero scale.
-    const bool byte_ok = zero_scale ? env.scale_lo[b] == 0 : (kb <= 0x7E && kb >= env.scale_lo[b] && kb <= env.scale_hi[b]);
+    const bool byte_ok =
+        zero_scale ? env.scale_lo[b] == 0 : (kb <= 0x7E && kb >= env.scale_lo[b] && kb <= env.scale_hi[b]);
     if (!byte_ok) return -1 - static_cast<int64_t>(b);
     if (zero_scale) continue;  // every code decodes to 0
     const BlockQuant q(s_q, sfd);

@@ -106,11 +106,11 @@ inline constexpr double kQuantScaleRelError = 0x1p-20;
 // Everything a correct quantizer may produce for one row whose elements are known to intervals.
 // Operand values are e2m1 * e4m3 (global scale excluded), the unit of exact_dot.
 struct Nvfp4Envelope {
-  std::vector<uint8_t> center_codes;   // a representative quantization (inside the envelope)
-  std::vector<uint8_t> center_scales;  // its block scale bytes
-  std::vector<double> lo, hi;          // per element: range of the operand value over all outcomes
+  std::vector<uint8_t> center_codes;        // a representative quantization (inside the envelope)
+  std::vector<uint8_t> center_scales;       // its block scale bytes
+  std::vector<double> lo, hi;               // per element: range of the operand value over all outcomes
   std::vector<uint8_t> scale_lo, scale_hi;  // per block: range of admissible E4M3 bytes
-  bool indeterminate = false;          // a non-finite input or scale: nothing can be said
+  bool indeterminate = false;               // a non-finite input or scale: nothing can be said
   double radius(size_t i, double center) const;
 };
 // `lo`/`hi`: per-element interval of the values the kernel quantizes (fp32/bf16 values);

@@ -90,9 +90,11 @@ __attribute__((target("avx2"))) inline __m256i block_sums(const __m256i p[4]) {
 }
 
 __attribute__((target("avx2"))) inline void group_block_sums(const int8_t* a, const int8_t* a_abs,
-                                                              const int8_t* w, const int8_t* w_abs,
-                                                              __m256i& signed_sums, __m256i& abs_sums) {
-  const auto ld = [](const int8_t* q) __attribute__((target("avx2"))) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q)); };
+                                                             const int8_t* w, const int8_t* w_abs,
+                                                             __m256i& signed_sums, __m256i& abs_sums) {
+  const auto ld = [](const int8_t* q) __attribute__((target("avx2"))) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+  };
   const __m256i a0 = ld(a_abs), a1 = ld(a_abs + 32), a2 = ld(a_abs + 64), a3 = ld(a_abs + 96);
   const __m256i s[4] = {_mm256_maddubs_epi16(a0, _mm256_sign_epi8(ld(w), ld(a))),
                         _mm256_maddubs_epi16(a1, _mm256_sign_epi8(ld(w + 32), ld(a + 32))),
@@ -105,7 +107,8 @@ __attribute__((target("avx2"))) inline void group_block_sums(const int8_t* a, co
 }
 
 // sum_b sums[b] * sa[b] * sw[b] into int64 lanes: |sums * sa| <= 2304 * 229376 < 2^30 fits int32.
-__attribute__((target("avx2"))) inline __m256i scaled_lanes(__m256i sums, const int32_t* sa, const int32_t* sw) {
+__attribute__((target("avx2"))) inline __m256i scaled_lanes(__m256i sums, const int32_t* sa,
+                                                            const int32_t* sw) {
   const __m256i va = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sa));
   const __m256i vw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(sw));
   const __m256i t = _mm256_mullo_epi32(sums, va);
@@ -117,7 +120,7 @@ __attribute__((target("avx2"))) inline __m256i scaled_lanes(__m256i sums, const 
 // Adds into `out` (the caller's return object: copying a just-written ExactDot out of a local costs
 // a store-forwarding stall that was a third of a K=256 dot).
 __attribute__((target("avx2"))) void exact_dot_avx2(const DecodedNvfp4& a, int64_t ra, const DecodedNvfp4& w,
-                                                     int64_t rw, ExactDot& out) {
+                                                    int64_t rw, ExactDot& out) {
   const int8_t* ac = a.code_row(ra);
   const int8_t* aa = a.abs_code_row(ra);
   const int8_t* wc = w.code_row(rw);
@@ -189,21 +192,23 @@ void DecodedNvfp4::set_row(int64_t r, std::span<const uint8_t> codes, std::span<
 #if defined(__x86_64__)
 namespace {
 // Low / high nibbles of 32 packed bytes through 16-entry tables (both 128-bit lanes hold the table).
-__attribute__((target("avx2"))) inline void decode_nibbles(__m256i packed, __m256i table, __m256i& lo, __m256i& hi) {
+__attribute__((target("avx2"))) inline void decode_nibbles(__m256i packed, __m256i table, __m256i& lo,
+                                                           __m256i& hi) {
   const __m256i nib = _mm256_set1_epi8(0x0F);
   lo = _mm256_shuffle_epi8(table, _mm256_and_si256(packed, nib));
   hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(packed, 4), nib));
 }
 __attribute__((target("avx2"))) inline __m256i code_table() {
-  return _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12,
-                          0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12);
+  return _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12, 0, 1, 2, 3, 4, 6, 8, 12, 0,
+                          -1, -2, -3, -4, -6, -8, -12);
 }
 __attribute__((target("avx2"))) inline __m256i abs_code_table() {
-  return _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2, 3, 4, 6, 8, 12,
-                          0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2, 3, 4, 6, 8, 12);
+  return _mm256_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2,
+                          3, 4, 6, 8, 12);
 }
 // Whole 64-element chunks of a packed row into the even/odd split code tables.
-__attribute__((target("avx2"))) void decode_chunks_avx2(const uint8_t* packed, int64_t chunks, int8_t* c, int8_t* ca) {
+__attribute__((target("avx2"))) void decode_chunks_avx2(const uint8_t* packed, int64_t chunks, int8_t* c,
+                                                        int8_t* ca) {
   const __m256i t = code_table(), ta = abs_code_table();
   for (int64_t k = 0; k < chunks; ++k) {
     const __m256i p = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(packed + 32 * k));
@@ -251,9 +256,11 @@ void DecodedNvfp4::set_packed_row(int64_t r, const uint8_t* packed, const uint8_
 DecodedNvfp4 DecodedNvfp4::from_packed(int64_t rows, int64_t cols, std::span<const uint8_t> packed,
                                        std::span<const uint8_t> scales) {
   DecodedNvfp4 d(rows, cols);
-  if (static_cast<int64_t>(packed.size()) < rows * cols / 2 || static_cast<int64_t>(scales.size()) < rows * cols / 16)
+  if (static_cast<int64_t>(packed.size()) < rows * cols / 2 ||
+      static_cast<int64_t>(scales.size()) < rows * cols / 16)
     throw InputError("DecodedNvfp4: packed/scales shorter than rows x cols");
-  for (int64_t r = 0; r < rows; ++r) d.set_packed_row(r, packed.data() + r * (cols / 2), scales.data() + r * (cols / 16));
+  for (int64_t r = 0; r < rows; ++r)
+    d.set_packed_row(r, packed.data() + r * (cols / 2), scales.data() + r * (cols / 16));
   return d;
 }
 
@@ -264,7 +271,8 @@ DecodedNvfp4 DecodedNvfp4::from_matrix(const Nvfp4Matrix& m) {
 double DecodedNvfp4::operand(int64_t r, int64_t i) const {
   const int64_t pos = scale_position(i / 16);
   if (row_has_nan(r) && scale_row(r)[pos] == 0) return std::numeric_limits<double>::quiet_NaN();
-  return static_cast<double>(code_row(r)[code_position(i)]) * static_cast<double>(scale_row(r)[pos]) * 0x1p-10;
+  return static_cast<double>(code_row(r)[code_position(i)]) * static_cast<double>(scale_row(r)[pos]) *
+         0x1p-10;
 }
 
 double ExactDot::value() const {
@@ -392,7 +400,8 @@ __attribute__((target("avx2"))) W4A16Dot w4a16_dot_avx2(const float* x, const De
   __m256d m[4] = {v[0], v[0], v[0], v[0]};
   const __m256i big = _mm256_set1_epi32(std::numeric_limits<int>::max());
   __m256i min_exp = big;
-  const __m256i exp_mask = _mm256_set1_epi32(0xFF), one = _mm256_set1_epi32(1), low16 = _mm256_set1_epi32(0xFFFF);
+  const __m256i exp_mask = _mm256_set1_epi32(0xFF), one = _mm256_set1_epi32(1),
+                low16 = _mm256_set1_epi32(0xFFFF);
   const __m256i off_bf16 = _mm256_set1_epi32(134 + 10), off_fp32 = _mm256_set1_epi32(150 + 10);
   const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF), zero = _mm256_setzero_si256();
   const int64_t blocks = w.cols() / 16;
@@ -407,14 +416,18 @@ __attribute__((target("avx2"))) W4A16Dot w4a16_dot_avx2(const float* x, const De
       const __m256i biased = _mm256_max_epi32(_mm256_and_si256(_mm256_srli_epi32(bits, 23), exp_mask), one);
       const __m256i is_bf16 = _mm256_cmpeq_epi32(_mm256_and_si256(bits, low16), zero);
       const __m256i e = _mm256_sub_epi32(biased, _mm256_blendv_epi8(off_fp32, off_bf16, is_bf16));
-      const __m256i nonzero = _mm256_andnot_si256(_mm256_cmpeq_epi32(_mm256_and_si256(bits, abs_mask), zero),
-                                                  _mm256_andnot_si256(_mm256_cmpeq_epi32(c32, zero), _mm256_set1_epi32(-1)));
+      const __m256i nonzero =
+          _mm256_andnot_si256(_mm256_cmpeq_epi32(_mm256_and_si256(bits, abs_mask), zero),
+                              _mm256_andnot_si256(_mm256_cmpeq_epi32(c32, zero), _mm256_set1_epi32(-1)));
       const __m256i finite = _mm256_andnot_si256(
-          _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_srli_epi32(bits, 23), exp_mask), exp_mask), _mm256_set1_epi32(-1));
+          _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_srli_epi32(bits, 23), exp_mask), exp_mask),
+          _mm256_set1_epi32(-1));
       min_exp = _mm256_min_epi32(min_exp, _mm256_blendv_epi8(big, e, _mm256_and_si256(nonzero, finite)));
       for (int q = 0; q < 2; ++q) {
-        const __m256d xd = _mm256_cvtps_pd(q == 0 ? _mm256_castps256_ps128(xf) : _mm256_extractf128_ps(xf, 1));
-        const __m256d cd = _mm256_cvtepi32_pd(q == 0 ? _mm256_castsi256_si128(c32) : _mm256_extracti128_si256(c32, 1));
+        const __m256d xd =
+            _mm256_cvtps_pd(q == 0 ? _mm256_castps256_ps128(xf) : _mm256_extractf128_ps(xf, 1));
+        const __m256d cd =
+            _mm256_cvtepi32_pd(q == 0 ? _mm256_castsi256_si128(c32) : _mm256_extracti128_si256(c32, 1));
         const __m256d p = _mm256_mul_pd(xd, _mm256_mul_pd(cd, s));  // exact
         v[2 * h + q] = _mm256_add_pd(v[2 * h + q], p);
         m[2 * h + q] = _mm256_add_pd(m[2 * h + q], _mm256_andnot_pd(sign, p));
@@ -436,7 +449,8 @@ __attribute__((target("avx2"))) W4A16Dot w4a16_dot_avx2(const float* x, const De
 
 #if defined(__x86_64__)
 namespace {
-__attribute__((target("avx2"))) double weighted_abs_sum_avx2(const double* r, const DecodedNvfp4& w, int64_t rw) {
+__attribute__((target("avx2"))) double weighted_abs_sum_avx2(const double* r, const DecodedNvfp4& w,
+                                                             int64_t rw) {
   const int8_t* code = w.abs_code_row(rw);
   const int32_t* scale = w.abs_scale_row(rw);
   __m256d acc[4] = {_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd()};
@@ -445,8 +459,10 @@ __attribute__((target("avx2"))) double weighted_abs_sum_avx2(const double* r, co
     const __m256d s = _mm256_set1_pd(static_cast<double>(scale[scale_position(b)]) * 0x1p-10);
     const __m128i codes = load_block_codes(code, b);
     const __m256i c32a = _mm256_cvtepi8_epi32(codes), c32b = _mm256_cvtepi8_epi32(_mm_srli_si128(codes, 8));
-    const __m256d c0 = _mm256_cvtepi32_pd(_mm256_castsi256_si128(c32a)), c1 = _mm256_cvtepi32_pd(_mm256_extracti128_si256(c32a, 1));
-    const __m256d c2 = _mm256_cvtepi32_pd(_mm256_castsi256_si128(c32b)), c3 = _mm256_cvtepi32_pd(_mm256_extracti128_si256(c32b, 1));
+    const __m256d c0 = _mm256_cvtepi32_pd(_mm256_castsi256_si128(c32a)),
+                  c1 = _mm256_cvtepi32_pd(_mm256_extracti128_si256(c32a, 1));
+    const __m256d c2 = _mm256_cvtepi32_pd(_mm256_castsi256_si128(c32b)),
+                  c3 = _mm256_cvtepi32_pd(_mm256_extracti128_si256(c32b, 1));
     const double* rb = r + b * 16;
     acc[0] = _mm256_add_pd(acc[0], _mm256_mul_pd(_mm256_loadu_pd(rb), _mm256_mul_pd(c0, s)));
     acc[1] = _mm256_add_pd(acc[1], _mm256_mul_pd(_mm256_loadu_pd(rb + 4), _mm256_mul_pd(c1, s)));
@@ -461,7 +477,8 @@ __attribute__((target("avx2"))) double weighted_abs_sum_avx2(const double* r, co
 #endif
 
 double weighted_abs_sum(std::span<const double> r, const DecodedNvfp4& w, int64_t rw) {
-  if (static_cast<int64_t>(r.size()) != w.cols()) throw InputError("weighted_abs_sum: operand lengths differ");
+  if (static_cast<int64_t>(r.size()) != w.cols())
+    throw InputError("weighted_abs_sum: operand lengths differ");
   double sum = 0;
 #if defined(__x86_64__)
   if (cpu_has_avx2() && !w.row_has_nan(rw)) {
@@ -490,7 +507,8 @@ double packed_operand(PackedNvfp4Row w, int64_t i) {
   const ScaleTable& table = scale_table();
   const uint8_t byte = w.scales[i / 16];
   if (table.nan[byte]) return std::numeric_limits<double>::quiet_NaN();
-  return static_cast<double>(kTwiceE2m1[(w.packed[i / 2] >> (4 * (i & 1))) & 0xF]) * static_cast<double>(table.v[byte]) * 0x1p-10;
+  return static_cast<double>(kTwiceE2m1[(w.packed[i / 2] >> (4 * (i & 1))) & 0xF]) *
+         static_cast<double>(table.v[byte]) * 0x1p-10;
 }
 
 bool packed_row_has_nan(PackedNvfp4Row w) {
@@ -511,7 +529,8 @@ void exact_dot_rows_scalar(const DecodedNvfp4& a, int64_t ra, int na, PackedNvfp
     for (int64_t b = 0; b < w.cols / 16; ++b) {
       int32_t s = 0, m = 0;
       for (int64_t i = b * 16; i < b * 16 + 16; ++i) {
-        const int32_t prod = ac[DecodedNvfp4::code_position(i)] * kTwiceE2m1[(w.packed[i / 2] >> (4 * (i & 1))) & 0xF];
+        const int32_t prod =
+            ac[DecodedNvfp4::code_position(i)] * kTwiceE2m1[(w.packed[i / 2] >> (4 * (i & 1))) & 0xF];
         s += prod;
         m += prod < 0 ? -prod : prod;
       }
@@ -528,7 +547,8 @@ namespace {
 
 // Eight E4M3 bytes (blocks 0..7 of a group) to value * 2^9 in kBlockAtPosition order: e == 0 gives m,
 // else (8 + m) << (e - 1); NaN bytes give 0 and set lanes of `nan`.
-__attribute__((target("avx2"))) inline void decode_scales(const uint8_t* bytes, __m256i& v, __m256i& v_abs, __m256i& nan) {
+__attribute__((target("avx2"))) inline void decode_scales(const uint8_t* bytes, __m256i& v, __m256i& v_abs,
+                                                          __m256i& nan) {
   const __m256i order = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
   const __m256i b = _mm256_permutevar8x32_epi32(
       _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(bytes))), order);
@@ -537,7 +557,8 @@ __attribute__((target("avx2"))) inline void decode_scales(const uint8_t* bytes, 
   const __m256i m = _mm256_and_si256(b, _mm256_set1_epi32(7));
   const __m256i normal = _mm256_andnot_si256(_mm256_cmpeq_epi32(e, zero), _mm256_set1_epi32(8));
   const __m256i shift = _mm256_max_epi32(_mm256_sub_epi32(e, one), zero);
-  const __m256i is_nan = _mm256_cmpeq_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7F)), _mm256_set1_epi32(0x7F));
+  const __m256i is_nan =
+      _mm256_cmpeq_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7F)), _mm256_set1_epi32(0x7F));
   v_abs = _mm256_andnot_si256(is_nan, _mm256_sllv_epi32(_mm256_or_si256(m, normal), shift));
   const __m256i neg = _mm256_cmpgt_epi32(b, _mm256_set1_epi32(0x7F));
   v = _mm256_sub_epi32(_mm256_xor_si256(v_abs, neg), neg);  // negate where the sign bit is set
@@ -552,7 +573,8 @@ __attribute__((target("avx2"))) inline __m256i ld(const int8_t* q) {
 // magnitude) and 8 scales are decoded once into registers; each row then costs 8 maddubs, 4 adds,
 // 4 madds, 2 hadds and the int64 scaling of both sums.
 template <int NA>
-__attribute__((target("avx2"))) void exact_dot_rows_avx2(const DecodedNvfp4& a, int64_t ra, PackedNvfp4Row w, ExactDot* out) {
+__attribute__((target("avx2"))) void exact_dot_rows_avx2(const DecodedNvfp4& a, int64_t ra, PackedNvfp4Row w,
+                                                         ExactDot* out) {
   const int64_t groups = a.groups();
   const int64_t full = w.cols / 128;  // groups whose packed bytes and scales are all inside the row
   const __m256i t = code_table(), ta = abs_code_table();
@@ -596,10 +618,16 @@ __attribute__((target("avx2"))) void exact_dot_rows_avx2(const DecodedNvfp4& a, 
         const __m256i ones = _mm256_set1_epi16(1);
         const __m256i hs = _mm256_hadd_epi32(_mm256_madd_epi16(s0, ones), _mm256_madd_epi16(s1, ones));
         const __m256i hm = _mm256_hadd_epi32(_mm256_madd_epi16(m0, ones), _mm256_madd_epi16(m1, ones));
-        const __m256i ts = _mm256_mullo_epi32(hs, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.scale_row(ra + r) + g * 8)));
-        const __m256i tm = _mm256_mullo_epi32(hm, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.abs_scale_row(ra + r) + g * 8)));
-        acc[r] = _mm256_add_epi64(acc[r], _mm256_add_epi64(_mm256_mul_epi32(ts, sw), _mm256_mul_epi32(_mm256_srli_epi64(ts, 32), sw_odd)));
-        acc_abs[r] = _mm256_add_epi64(acc_abs[r], _mm256_add_epi64(_mm256_mul_epi32(tm, swa), _mm256_mul_epi32(_mm256_srli_epi64(tm, 32), swa_odd)));
+        const __m256i ts = _mm256_mullo_epi32(
+            hs, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.scale_row(ra + r) + g * 8)));
+        const __m256i tm = _mm256_mullo_epi32(
+            hm, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.abs_scale_row(ra + r) + g * 8)));
+        acc[r] = _mm256_add_epi64(
+            acc[r],
+            _mm256_add_epi64(_mm256_mul_epi32(ts, sw), _mm256_mul_epi32(_mm256_srli_epi64(ts, 32), sw_odd)));
+        acc_abs[r] = _mm256_add_epi64(acc_abs[r],
+                                      _mm256_add_epi64(_mm256_mul_epi32(tm, swa),
+                                                       _mm256_mul_epi32(_mm256_srli_epi64(tm, 32), swa_odd)));
       }
     }
     for (int r = 0; r < NA; ++r) {
@@ -619,11 +647,16 @@ void exact_dot_rows(const DecodedNvfp4& a, int64_t ra, int na, PackedNvfp4Row w,
 #if defined(__x86_64__)
   if (cpu_has_avx2()) {
     switch (na) {
-      case 1: return exact_dot_rows_avx2<1>(a, ra, w, out);
-      case 2: return exact_dot_rows_avx2<2>(a, ra, w, out);
-      case 3: return exact_dot_rows_avx2<3>(a, ra, w, out);
-      case 4: return exact_dot_rows_avx2<4>(a, ra, w, out);
-      default: break;
+      case 1:
+        return exact_dot_rows_avx2<1>(a, ra, w, out);
+      case 2:
+        return exact_dot_rows_avx2<2>(a, ra, w, out);
+      case 3:
+        return exact_dot_rows_avx2<3>(a, ra, w, out);
+      case 4:
+        return exact_dot_rows_avx2<4>(a, ra, w, out);
+      default:
+        break;
     }
   }
 #endif
@@ -635,7 +668,8 @@ namespace {
 // NA weight vectors against one packed row: per block the 16 |codes| (natural order) times |scale|
 // become four exact double vectors, shared by the NA rows (two FMA chains per row).
 template <int NA>
-__attribute__((target("avx2,fma"))) void weighted_abs_sum_rows_avx2(const double* const* r, PackedNvfp4Row w, double* out) {
+__attribute__((target("avx2,fma"))) void weighted_abs_sum_rows_avx2(const double* const* r, PackedNvfp4Row w,
+                                                                    double* out) {
   // Two FMA chains per row up to 4 rows, one beyond (registers); either way >= 8 independent chains.
   constexpr int A = NA > 4 ? 1 : 2;
   const ScaleTable& table = scale_table();
@@ -650,7 +684,8 @@ __attribute__((target("avx2,fma"))) void weighted_abs_sum_rows_avx2(const double
     const int32_t sv = table.v[w.scales[b]];
     const __m256d s = _mm256_set1_pd(static_cast<double>(sv < 0 ? -sv : sv) * 0x1p-10);
     const __m128i p = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(w.packed + 8 * b));
-    const __m128i codes = _mm_shuffle_epi8(tabs, _mm_unpacklo_epi8(_mm_and_si128(p, nib), _mm_and_si128(_mm_srli_epi16(p, 4), nib)));
+    const __m128i codes = _mm_shuffle_epi8(
+        tabs, _mm_unpacklo_epi8(_mm_and_si128(p, nib), _mm_and_si128(_mm_srli_epi16(p, 4), nib)));
     const __m256i c32a = _mm256_cvtepu8_epi32(codes), c32b = _mm256_cvtepu8_epi32(_mm_srli_si128(codes, 8));
     const __m256d d[4] = {_mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_castsi256_si128(c32a)), s),
                           _mm256_mul_pd(_mm256_cvtepi32_pd(_mm256_extracti128_si256(c32a, 1)), s),
@@ -660,7 +695,8 @@ __attribute__((target("avx2,fma"))) void weighted_abs_sum_rows_avx2(const double
     for (int k = 0; k < NA; ++k) {
       const double* rb = r[k] + b * 16;
 #pragma GCC unroll 4
-      for (int q = 0; q < 4; ++q) acc[k][q % A] = _mm256_fmadd_pd(_mm256_loadu_pd(rb + 4 * q), d[q], acc[k][q % A]);
+      for (int q = 0; q < 4; ++q)
+        acc[k][q % A] = _mm256_fmadd_pd(_mm256_loadu_pd(rb + 4 * q), d[q], acc[k][q % A]);
     }
   }
   for (int k = 0; k < NA; ++k) {
@@ -687,15 +723,32 @@ void weighted_abs_sum_rows(const double* const* r, int na, PackedNvfp4Row w, dou
   if (cpu_has_avx2() && cpu_has_fma()) {
     done = true;
     switch (na) {
-      case 1: weighted_abs_sum_rows_avx2<1>(r, w, out); break;
-      case 2: weighted_abs_sum_rows_avx2<2>(r, w, out); break;
-      case 3: weighted_abs_sum_rows_avx2<3>(r, w, out); break;
-      case 4: weighted_abs_sum_rows_avx2<4>(r, w, out); break;
-      case 5: weighted_abs_sum_rows_avx2<5>(r, w, out); break;
-      case 6: weighted_abs_sum_rows_avx2<6>(r, w, out); break;
-      case 7: weighted_abs_sum_rows_avx2<7>(r, w, out); break;
-      case 8: weighted_abs_sum_rows_avx2<8>(r, w, out); break;
-      default: done = false;
+      case 1:
+        weighted_abs_sum_rows_avx2<1>(r, w, out);
+        break;
+      case 2:
+        weighted_abs_sum_rows_avx2<2>(r, w, out);
+        break;
+      case 3:
+        weighted_abs_sum_rows_avx2<3>(r, w, out);
+        break;
+      case 4:
+        weighted_abs_sum_rows_avx2<4>(r, w, out);
+        break;
+      case 5:
+        weighted_abs_sum_rows_avx2<5>(r, w, out);
+        break;
+      case 6:
+        weighted_abs_sum_rows_avx2<6>(r, w, out);
+        break;
+      case 7:
+        weighted_abs_sum_rows_avx2<7>(r, w, out);
+        break;
+      case 8:
+        weighted_abs_sum_rows_avx2<8>(r, w, out);
+        break;
+      default:
+        done = false;
     }
   }
 #endif
@@ -718,8 +771,11 @@ double sparse_weighted_abs_sum(std::span<const std::pair<int32_t, double>> r, Pa
   for (const auto& [i, ri] : r) {
     const uint8_t byte = w.scales[i / 16];
     const int32_t code = kTwiceE2m1[(w.packed[i / 2] >> (4 * (i & 1))) & 0x7];  // |2 * e2m1|
-    const double op = table.nan[byte] ? std::numeric_limits<double>::quiet_NaN()
-                                      : static_cast<double>(code) * static_cast<double>(table.v[byte] < 0 ? -table.v[byte] : table.v[byte]) * 0x1p-10;
+    const double op = table.nan[byte]
+                          ? std::numeric_limits<double>::quiet_NaN()
+                          : static_cast<double>(code) *
+                                static_cast<double>(table.v[byte] < 0 ? -table.v[byte] : table.v[byte]) *
+                                0x1p-10;
     s += ri * op;  // op = |packed_operand(w, i)|, exact
   }
   const double n = static_cast<double>(r.size()) + 2, u = 0x1p-53;

@@ -58,7 +58,7 @@ class DecodedNvfp4 {
 
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
-  int64_t groups() const { return groups_; }      // groups of 8 blocks (128 elements) per row
+  int64_t groups() const { return groups_; }  // groups of 8 blocks (128 elements) per row
   bool row_has_nan(int64_t r) const { return nan_[static_cast<size_t>(r)] != 0; }
   // Exact operand value (r, i) without the global scale: e2m1 * e4m3.
   double operand(int64_t r, int64_t i) const;
@@ -71,16 +71,16 @@ class DecodedNvfp4 {
 
  private:
   int64_t rows_ = 0, cols_ = 0, groups_ = 0;
-  std::vector<int8_t> code_, abs_code_;       // 2 * e2m1 value, rows x groups*128
-  std::vector<int32_t> scale_, abs_scale_;    // e4m3 value * 2^9, rows x groups*8 (permuted)
-  std::vector<uint8_t> nan_;                  // a NaN scale byte (0x7F / 0xFF) in the row
+  std::vector<int8_t> code_, abs_code_;     // 2 * e2m1 value, rows x groups*128
+  std::vector<int32_t> scale_, abs_scale_;  // e4m3 value * 2^9, rows x groups*8 (permuted)
+  std::vector<uint8_t> nan_;                // a NaN scale byte (0x7F / 0xFF) in the row
 };
 
 // The exact sum as an integer count of 2^-20, plus the exact sum of magnitudes.
 struct ExactDot {
-  __int128 sum = 0;       // sum_i a_i w_i * 2^20
-  __int128 abs_sum = 0;   // sum_i |a_i w_i| * 2^20
-  bool nan = false;       // an operand row had a NaN scale
+  __int128 sum = 0;          // sum_i a_i w_i * 2^20
+  __int128 abs_sum = 0;      // sum_i |a_i w_i| * 2^20
+  bool nan = false;          // an operand row had a NaN scale
   double value() const;      // sum * 2^-20, rounded once (NaN if nan)
   double abs_value() const;  // abs_sum * 2^-20, rounded up (never below the exact magnitude)
 };
@@ -113,10 +113,10 @@ ExactDot exact_dot_scalar(const DecodedNvfp4& a, int64_t ra, const DecodedNvfp4&
 bool exact_dot_uses_simd();
 
 // W4A16 (fp32 / bf16 activations x NVFP4 weight row). Every product x_i * (e2m1*e4m3) is exact in
-// double (at most 24 + 3 + 4 significant bits). The sum is accumulated in double and CERTIFIED: `exact` is true when a
-// magnitude test proves no partial sum was rounded (all products are multiples of 2^q and
-// sum |products| < 2^(53+q)); otherwise `error_bound` bounds the double rounding error
-// (gamma_{K-1}(2^-53) * sum |products|) and callers add it to their bound.
+// double (at most 24 + 3 + 4 significant bits). The sum is accumulated in double and CERTIFIED: `exact` is
+// true when a magnitude test proves no partial sum was rounded (all products are multiples of 2^q and sum
+// |products| < 2^(53+q)); otherwise `error_bound` bounds the double rounding error (gamma_{K-1}(2^-53) * sum
+// |products|) and callers add it to their bound.
 struct W4A16Dot {
   double value = 0;
   double abs_value = 0;

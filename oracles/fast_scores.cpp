@@ -188,7 +188,7 @@ bool fast_softmax(std::span<const float> row, std::vector<double>& out) {
   DD sum{0, 0};
   for (size_t i = 0; i < row.size(); ++i) {
     const DD d = two_sum(static_cast<double>(row[i]), -m);  // exact
-    if (d.hi < kSoftmaxZero) continue;                       // term and element: 0 (see above)
+    if (d.hi < kSoftmaxZero) continue;                      // term and element: 0 (see above)
     if (d.hi < kSigmoidLow) return false;
     terms[i] = exp_dd(d.hi, d.lo);
     sum = add(sum, terms[i]);

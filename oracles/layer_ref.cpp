@@ -25,7 +25,7 @@ constexpr double kMaxOperand = 6.0 * 448.0;
 // One expanded (token, slot) pair, or a separately added shared expert of a token.
 struct ExpandedRow {
   int64_t token = 0;
-  int64_t slot = 0;          // kernel row index t * slots + slot; -1 for a separate shared expert
+  int64_t slot = 0;  // kernel row index t * slots + slot; -1 for a separate shared expert
   int32_t expert = 0;
   float weight = 1.0f;
 };
@@ -58,7 +58,8 @@ bool fp32_may_overflow(double abs_sum, double alpha, double v, double b) {
 
 // 6 * sum over [begin, end) of |center_k| + radius_k: the largest raw partial of x_k * code_k there
 // (|code| <= 6; radius empty = a point input).
-double raw_partial_bound(std::span<const float> center, std::span<const float> radius, size_t begin, size_t end) {
+double raw_partial_bound(std::span<const float> center, std::span<const float> radius, size_t begin,
+                         size_t end) {
   double m = 0;
   for (size_t k = begin; k < end; ++k)
     m += std::fabs(static_cast<double>(center[k])) + (radius.empty() ? 0.0 : static_cast<double>(radius[k]));
@@ -71,12 +72,13 @@ double raw_partial_bound(std::span<const float> center, std::span<const float> r
 // campaign on the H200 host (a 3e38 activation against a zero gate block scale). True when a
 // zero-scale block of weight row `row` may see its raw partial reach the overflow range (>= 2^-20
 // FLT_MAX, the allowance of fp32_may_overflow).
-bool zero_scale_partial_may_overflow(std::span<const float> center, std::span<const float> radius, const Nvfp4Matrix& w,
-                                     int64_t row) {
+bool zero_scale_partial_may_overflow(std::span<const float> center, std::span<const float> radius,
+                                     const Nvfp4Matrix& w, int64_t row) {
   const int64_t blocks = w.cols / 16;
   for (int64_t b = 0; b < blocks; ++b)
     if (e4m3_to_float(w.scales[static_cast<size_t>(row * blocks + b)]) == 0.0f &&
-        raw_partial_bound(center, radius, static_cast<size_t>(b * 16), static_cast<size_t>(b * 16 + 16)) >= kFoldingWatch)
+        raw_partial_bound(center, radius, static_cast<size_t>(b * 16), static_cast<size_t>(b * 16 + 16)) >=
+            kFoldingWatch)
       return true;
   return false;
 }
@@ -94,9 +96,9 @@ Interval gemm_interval(const ExactDot& d, double alpha, double flip_sum, double 
   if (d.nan) return {kNaN, kNaN};
   const double v = alpha * d.value();
   const double a = std::fabs(alpha);
-  const double b = (gk * a * (d.abs_value() + flip_sum) +
-                    a * flip_sum) * (1 + 8 * kDoubleUnit) + floor;
-  if (!std::isfinite(v) || !std::isfinite(b) || fp32_may_overflow(d.abs_value() + flip_sum, alpha, v, b)) return {kNaN, kNaN};
+  const double b = (gk * a * (d.abs_value() + flip_sum) + a * flip_sum) * (1 + 8 * kDoubleUnit) + floor;
+  if (!std::isfinite(v) || !std::isfinite(b) || fp32_may_overflow(d.abs_value() + flip_sum, alpha, v, b))
+    return {kNaN, kNaN};
   return {v - b, v + b};
 }
 
@@ -210,8 +212,10 @@ bool quantize_row(const char* stage, const ExpandedRow& er, int64_t j, std::span
   }
   if (use_kernel) {
     const QuantizedRows& k = **exposed;
-    const std::span<const uint8_t> packed(k.packed.data() + er.slot * (cols / 2), static_cast<size_t>(cols / 2));
-    const std::span<const uint8_t> scales(k.scales.data() + er.slot * (cols / 16), static_cast<size_t>(cols / 16));
+    const std::span<const uint8_t> packed(k.packed.data() + er.slot * (cols / 2),
+                                          static_cast<size_t>(cols / 2));
+    const std::span<const uint8_t> scales(k.scales.data() + er.slot * (cols / 16),
+                                          static_cast<size_t>(cols / 16));
     const std::vector<uint8_t> codes = unpack_fp4(packed);
     const int64_t bad = nvfp4_admits(lo, hi, s_q, codes, scales);
     if (bad != kAdmitted) {
@@ -272,7 +276,8 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
       if (e < 0 || e >= static_cast<int32_t>(c.experts.size())) {
         ElementError ee;
         ee.where = {.token = t, .slot = s, .expert = e};
-        ref.admissibility = Verdict::fail("ORACLE", "route", "expert id " + std::to_string(e) + " out of range", ee);
+        ref.admissibility =
+            Verdict::fail("ORACLE", "route", "expert id " + std::to_string(e) + " out of range", ee);
         return ref;
       }
       rows.push_back({t, t * slots + s, e, routing.weights[static_cast<size_t>(t * slots + s)]});
@@ -280,7 +285,8 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
   const int64_t kernel_rows = static_cast<int64_t>(rows.size());
   if (c.recipe.routing.shared_fusion == SharedFusion::kSeparate)
     for (int64_t t = 0; t < T; ++t)
-      for (int64_t j = 0; j < sh.shared_experts; ++j) rows.push_back({t, -1, static_cast<int32_t>(sh.experts + j), 1.0f});
+      for (int64_t j = 0; j < sh.shared_experts; ++j)
+        rows.push_back({t, -1, static_cast<int32_t>(sh.experts + j), 1.0f});
   const int64_t R = static_cast<int64_t>(rows.size());
 
   std::vector<StageExpectation> inter;
@@ -297,7 +303,8 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
   std::vector<double> y_lo(static_cast<size_t>(R * H)), y_hi(static_cast<size_t>(R * H));
 
   std::vector<std::vector<int64_t>> by_expert(c.experts.size());
-  for (int64_t r = 0; r < R; ++r) by_expert[static_cast<size_t>(rows[static_cast<size_t>(r)].expert)].push_back(r);
+  for (int64_t r = 0; r < R; ++r)
+    by_expert[static_cast<size_t>(rows[static_cast<size_t>(r)].expert)].push_back(r);
 
   const Swiglu& sw = c.recipe.swiglu;
   struct TokenEnvelope {
@@ -331,15 +338,20 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
     const double sda2 = w4a16 ? 1.0 : 1.0 / static_cast<double>(sq2);
     const double alpha_g = sda1 * W.gate.global_dequant, alpha_u = sda1 * W.up.global_dequant;
     const double alpha_d = sda2 * W.down.global_dequant;
-    const double floor_g = gemm_floor(H, sda1, W.gate.global_dequant), floor_u = gemm_floor(H, sda1, W.up.global_dequant);
+    const double floor_g = gemm_floor(H, sda1, W.gate.global_dequant),
+                 floor_u = gemm_floor(H, sda1, W.up.global_dequant);
     const double floor_d = gemm_floor(I, sda2, W.down.global_dequant);
     const double gamma_h = gamma_n(static_cast<double>(H + kGemmExtraRoundings), kFp32Unit);
     const double gamma_i = gamma_n(static_cast<double>(I + kGemmExtraRoundings), kFp32Unit);
-    const auto row_of = [&](int64_t j) -> const ExpandedRow& { return rows[static_cast<size_t>(members[static_cast<size_t>(j)])]; };
+    const auto row_of = [&](int64_t j) -> const ExpandedRow& {
+      return rows[static_cast<size_t>(members[static_cast<size_t>(j)])];
+    };
 
-    QuantizedInputs qa{DecodedNvfp4(w4a16 ? 0 : n, H), std::vector<std::vector<std::pair<int32_t, double>>>(static_cast<size_t>(n)),
+    QuantizedInputs qa{DecodedNvfp4(w4a16 ? 0 : n, H),
+                       std::vector<std::vector<std::pair<int32_t, double>>>(static_cast<size_t>(n)),
                        std::vector<uint8_t>(static_cast<size_t>(n), 0)};
-    QuantizedInputs qh{DecodedNvfp4(w4a16 ? 0 : n, I), std::vector<std::vector<std::pair<int32_t, double>>>(static_cast<size_t>(n)),
+    QuantizedInputs qh{DecodedNvfp4(w4a16 ? 0 : n, I),
+                       std::vector<std::vector<std::pair<int32_t, double>>>(static_cast<size_t>(n)),
                        std::vector<uint8_t>(static_cast<size_t>(n), 0)};
 
     // ---- FC1 input of every row: bf16 values (W4A16) or quantization (exact input: a point) ----
@@ -351,7 +363,8 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
         const uint16_t* src = c.hidden.data() + er.token * H;
         for (int64_t i = 0; i < H; ++i) xd[static_cast<size_t>(i)] = bf16_to_float(src[i]);
         if (w4a16) {
-          for (int64_t i = 0; i < H; ++i) x_all[static_cast<size_t>(j * H + i)] = static_cast<float>(xd[static_cast<size_t>(i)]);
+          for (int64_t i = 0; i < H; ++i)
+            x_all[static_cast<size_t>(j * H + i)] = static_cast<float>(xd[static_cast<size_t>(i)]);
           continue;
         }
         // The FC1 input of a token is the same point for each of its rows: one envelope (and one
@@ -366,8 +379,8 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
         }
         const bool use_kernel = kernel != nullptr && kernel->fc1_input.has_value() && er.slot >= 0;
         Verdict fail;
-        if (!quantize_row("fc1_quant", er, j, xd, xd, te.env, sq1, kernel ? &kernel->fc1_input : nullptr, qa, fail,
-                          te.have_flips ? &te.flips : nullptr)) {
+        if (!quantize_row("fc1_quant", er, j, xd, xd, te.env, sq1, kernel ? &kernel->fc1_input : nullptr, qa,
+                          fail, te.have_flips ? &te.flips : nullptr)) {
           ref.admissibility = fail;
           return ref;
         }
@@ -378,7 +391,8 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
       }
     }
     std::vector<FlipTerms> fl1(static_cast<size_t>(n));
-    for (int64_t j = 0; j < n; ++j) fl1[static_cast<size_t>(j)] = flip_terms(qa.flips[static_cast<size_t>(j)], H);
+    for (int64_t j = 0; j < n; ++j)
+      fl1[static_cast<size_t>(j)] = flip_terms(qa.flips[static_cast<size_t>(j)], H);
 
     // ---- GEMM1 (semantic gate | up) ----
     std::vector<Interval> gate(static_cast<size_t>(n * I)), up(static_cast<size_t>(n * I));
@@ -386,7 +400,9 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
       if (!std::isfinite(d.value)) return {kNaN, kNaN};
       const double v = alpha * d.value, a = std::fabs(alpha);
       const double b = (gamma_n(static_cast<double>(H + kGemmExtraRoundings), kFp32Unit) * a * d.abs_value +
-                        a * d.error_bound) * (1 + 8 * kDoubleUnit) + floor;
+                        a * d.error_bound) *
+                           (1 + 8 * kDoubleUnit) +
+                       floor;
       if (!std::isfinite(b) || fp32_may_overflow(d.abs_value, alpha, v, b)) return {kNaN, kNaN};
       return {v - b, v + b};
     };
@@ -406,13 +422,15 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
     if (w4a16) {
       std::vector<uint8_t> x_big(static_cast<size_t>(n));
       for (int64_t j = 0; j < n; ++j)
-        x_big[static_cast<size_t>(j)] = row_may_overflow_a_partial({x_all.data() + j * H, static_cast<size_t>(H)}, {});
+        x_big[static_cast<size_t>(j)] =
+            row_may_overflow_a_partial({x_all.data() + j * H, static_cast<size_t>(H)}, {});
       for (int64_t j0 = 0; j0 < n; j0 += kRowBlock) {
         const int64_t j1 = std::min(n, j0 + kRowBlock);
         for (int64_t o = 0; o < I; ++o)
           for (int64_t j = j0; j < j1; ++j) {
             const std::span<const float> x(x_all.data() + j * H, static_cast<size_t>(H));
-            Interval ig = w4(w4a16_dot(x, dg, o), alpha_g, floor_g), iu = w4(w4a16_dot(x, du, o), alpha_u, floor_u);
+            Interval ig = w4(w4a16_dot(x, dg, o), alpha_g, floor_g),
+                     iu = w4(w4a16_dot(x, du, o), alpha_u, floor_u);
             if (x_big[static_cast<size_t>(j)]) {
               if (zero_scale_partial_may_overflow(x, {}, W.gate, o)) ig = {kNaN, kNaN};
               if (zero_scale_partial_may_overflow(x, {}, W.up, o)) iu = {kNaN, kNaN};
@@ -442,7 +460,8 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
             if (qa.indeterminate[static_cast<size_t>(j)]) {
               finish_gemm1(j, o, {kNaN, kNaN}, {kNaN, kNaN});
             } else {
-              finish_gemm1(j, o, gemm_interval(dgs[r], alpha_g, fg[r], gamma_h, floor_g), gemm_interval(dus[r], alpha_u, fu[r], gamma_h, floor_u));
+              finish_gemm1(j, o, gemm_interval(dgs[r], alpha_g, fg[r], gamma_h, floor_g),
+                           gemm_interval(dus[r], alpha_u, fu[r], gamma_h, floor_u));
             }
           }
         }
@@ -453,7 +472,8 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
     std::vector<uint8_t> h_nan(static_cast<size_t>(n), 0);
     std::vector<float> hc_all(w4a16 ? static_cast<size_t>(n * I) : 0), hr_all(hc_all.size());
     {
-      std::vector<double> hlo(static_cast<size_t>(I)), hhi(static_cast<size_t>(I)), hc(static_cast<size_t>(I));
+      std::vector<double> hlo(static_cast<size_t>(I)), hhi(static_cast<size_t>(I)),
+          hc(static_cast<size_t>(I));
       for (int64_t j = 0; j < n; ++j) {
         const ExpandedRow& er = row_of(j);
         bool nan = false;
@@ -472,7 +492,8 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
           // W4A16 GEMM2 operand: the interval's center in fp32 plus a radius that covers the rest.
           for (int64_t o = 0; o < I; ++o) {
             const float center = static_cast<float>(hc[static_cast<size_t>(o)]);
-            const double r = std::max(hhi[static_cast<size_t>(o)] - center, center - hlo[static_cast<size_t>(o)]);
+            const double r =
+                std::max(hhi[static_cast<size_t>(o)] - center, center - hlo[static_cast<size_t>(o)]);
             hc_all[static_cast<size_t>(j * I + o)] = center;
             hr_all[static_cast<size_t>(j * I + o)] = float_up(r);
           }
@@ -489,7 +510,8 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
       }
     }
     std::vector<FlipTerms> fl2(static_cast<size_t>(n));
-    for (int64_t j = 0; j < n; ++j) fl2[static_cast<size_t>(j)] = flip_terms(qh.flips[static_cast<size_t>(j)], I);
+    for (int64_t j = 0; j < n; ++j)
+      fl2[static_cast<size_t>(j)] = flip_terms(qh.flips[static_cast<size_t>(j)], I);
 
     // ---- GEMM2 ----
     const auto finish_gemm2 = [&](int64_t j, int64_t o, Interval y) {
@@ -503,8 +525,8 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
     if (w4a16) {
       std::vector<uint8_t> h_big(static_cast<size_t>(n));
       for (int64_t j = 0; j < n; ++j)
-        h_big[static_cast<size_t>(j)] = row_may_overflow_a_partial({hc_all.data() + j * I, static_cast<size_t>(I)},
-                                                                   {hr_all.data() + j * I, static_cast<size_t>(I)});
+        h_big[static_cast<size_t>(j)] = row_may_overflow_a_partial(
+            {hc_all.data() + j * I, static_cast<size_t>(I)}, {hr_all.data() + j * I, static_cast<size_t>(I)});
       for (int64_t j0 = 0; j0 < n; j0 += kRowBlock) {
         const int64_t j1 = std::min(n, j0 + kRowBlock);
         for (int64_t o = 0; o < H; ++o)
@@ -518,10 +540,15 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
               const W4A16Dot d = w4a16_dot(hcf, dd, o), rr = w4a16_dot(hrf, dd, o);
               const double a = std::fabs(alpha_d), fs = rr.abs_value + rr.error_bound;
               const double v = alpha_d * d.value;
-              const double b = (gamma_n(static_cast<double>(I + kGemmExtraRoundings), kFp32Unit) * a * (d.abs_value + fs) +
-                                a * (fs + d.error_bound)) * (1 + 8 * kDoubleUnit) + floor_d;
-              y = std::isfinite(v) && std::isfinite(b) && !fp32_may_overflow(d.abs_value + fs, alpha_d, v, b) &&
-                          !(h_big[static_cast<size_t>(j)] && zero_scale_partial_may_overflow(hcf, hrf, W.down, o))
+              const double b =
+                  (gamma_n(static_cast<double>(I + kGemmExtraRoundings), kFp32Unit) * a * (d.abs_value + fs) +
+                   a * (fs + d.error_bound)) *
+                      (1 + 8 * kDoubleUnit) +
+                  floor_d;
+              y = std::isfinite(v) && std::isfinite(b) &&
+                          !fp32_may_overflow(d.abs_value + fs, alpha_d, v, b) &&
+                          !(h_big[static_cast<size_t>(j)] &&
+                            zero_scale_partial_may_overflow(hcf, hrf, W.down, o))
                       ? Interval{v - b, v + b}
                       : Interval{kNaN, kNaN};
             }
@@ -542,8 +569,10 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
           flip_sums(fl2, j0, na, pd, fs);
           for (int r = 0; r < na; ++r) {
             const int64_t j = j0 + r;
-            finish_gemm2(j, o, qh.indeterminate[static_cast<size_t>(j)] ? Interval{kNaN, kNaN}
-                                                                         : gemm_interval(ds[r], alpha_d, fs[r], gamma_i, floor_d));
+            finish_gemm2(j, o,
+                         qh.indeterminate[static_cast<size_t>(j)]
+                             ? Interval{kNaN, kNaN}
+                             : gemm_interval(ds[r], alpha_d, fs[r], gamma_i, floor_d));
           }
         }
       }
@@ -556,7 +585,10 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
   const bool rsf_in_combine = !p.rsf_in_topk;
   std::vector<std::vector<int64_t>> routed_rows(static_cast<size_t>(T)), shared_rows(static_cast<size_t>(T));
   for (int64_t r = 0; r < R; ++r)
-    (rows[static_cast<size_t>(r)].slot >= 0 ? routed_rows : shared_rows)[static_cast<size_t>(rows[static_cast<size_t>(r)].token)].push_back(r);
+    (rows[static_cast<size_t>(r)].slot >= 0
+         ? routed_rows
+         : shared_rows)[static_cast<size_t>(rows[static_cast<size_t>(r)].token)]
+        .push_back(r);
   for (int64_t t = 0; t < T; ++t) {
     const auto& rr = routed_rows[static_cast<size_t>(t)];
     const double nslots = static_cast<double>(rr.size());
@@ -575,7 +607,8 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
         const double pm = std::max(std::fabs(prod.lo), std::fabs(prod.hi));
         // The fp32 product's own rounding.
         prod = {prod.lo - kFp32Unit * pm - kUnderflowFloor, prod.hi + kFp32Unit * pm + kUnderflowFloor};
-        if (p.combine == CombineAccum::kBf16Atomics || p.combine == CombineAccum::kBf16Products) prod = round_to_bf16(prod);
+        if (p.combine == CombineAccum::kBf16Atomics || p.combine == CombineAccum::kBf16Products)
+          prod = round_to_bf16(prod);
         lo += prod.lo;
         hi += prod.hi;
         mag += std::max(std::fabs(prod.lo), std::fabs(prod.hi));
@@ -610,15 +643,17 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
         Interval sh_sum{slo, shi};
         if (sr.size() > 1) {
           // +1 unit absorbs the oracle's own double sums (< n 2^-53 relative).
-          const double e = gamma_n(static_cast<double>(sr.size()), p.bf16_output ? kBf16Unit : kFp32Unit) * smag +
-                           static_cast<double>(sr.size()) * kUnderflowFloor;
+          const double e =
+              gamma_n(static_cast<double>(sr.size()), p.bf16_output ? kBf16Unit : kFp32Unit) * smag +
+              static_cast<double>(sr.size()) * kUnderflowFloor;
           sh_sum = {slo - e, shi + e};
         }
         // The shared tensor is in the output dtype even for one expert whose GEMM2 output is fp32.
         if (p.bf16_output) sh_sum = round_to_bf16(sh_sum);
         // routed + shared: one fp32 addition (+1 unit for the oracle's double add), then the output
         // rounding point.
-        const double m = std::max(std::fabs(s.lo), std::fabs(s.hi)) + std::max(std::fabs(sh_sum.lo), std::fabs(sh_sum.hi));
+        const double m =
+            std::max(std::fabs(s.lo), std::fabs(s.hi)) + std::max(std::fabs(sh_sum.lo), std::fabs(sh_sum.hi));
         const double e = gamma_n(2, kFp32Unit) * m + kUnderflowFloor;
         s = {s.lo + sh_sum.lo - e, s.hi + sh_sum.hi + e};
         if (p.bf16_output) s = round_to_bf16(s);
@@ -635,16 +670,18 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
 
 namespace moefuzz {
 
-Verdict compare_stage(const StageExpectation& expected, std::span<const float> got, const RoutingDecision* routing) {
+Verdict compare_stage(const StageExpectation& expected, std::span<const float> got,
+                      const RoutingDecision* routing) {
   const size_t n = expected.expected.size();
   if (got.size() != n)
     return Verdict::fail("ORACLE", expected.stage,
-                         "kernel " + expected.stage + " has " + std::to_string(got.size()) + " elements, expected " +
-                             std::to_string(n));
+                         "kernel " + expected.stage + " has " + std::to_string(got.size()) +
+                             " elements, expected " + std::to_string(n));
   const bool per_row = expected.stage != "output" && expected.stage != "route";
   const auto locate = [&](size_t idx) {
     Location l;
-    const int64_t row = static_cast<int64_t>(idx) / expected.cols, col = static_cast<int64_t>(idx) % expected.cols;
+    const int64_t row = static_cast<int64_t>(idx) / expected.cols,
+                  col = static_cast<int64_t>(idx) % expected.cols;
     l.element = col;
     if (expected.stage == "route") {
       l.token = row;
@@ -697,7 +734,8 @@ Verdict compare_stage(const StageExpectation& expected, std::span<const float> g
   Verdict v = Verdict::fail("ORACLE", expected.stage,
                             std::to_string(failing) + " elements of " + expected.stage +
                                 " outside the derived bound; worst error/bound " + std::to_string(w.ratio()) +
-                                " at token " + std::to_string(w.where.token) + " element " + std::to_string(w.where.element),
+                                " at token " + std::to_string(w.where.token) + " element " +
+                                std::to_string(w.where.element),
                             w);
   v.worst_elements = std::move(errs);
   v.max_ratio = std::isnan(w.got) ? INFINITY : max_ratio;

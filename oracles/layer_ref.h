@@ -13,9 +13,9 @@
 // an input inside its interval widens the GEMM bound by its worst-case effect.
 //
 // Example:
-//   moefuzz::LayerReference ref = moefuzz::reference_layer(c, profile, kernel_result.routing, &kernel_result);
-//   if (!ref.admissibility.passed()) report(ref.admissibility);
-//   const moefuzz::StageExpectation& out = ref.stages.back();   // "output", [T, H]
+//   moefuzz::LayerReference ref = moefuzz::reference_layer(c, profile, kernel_result.routing,
+//   &kernel_result); if (!ref.admissibility.passed()) report(ref.admissibility); const
+//   moefuzz::StageExpectation& out = ref.stages.back();   // "output", [T, H]
 #include <span>
 #include <vector>
 

@@ -6,7 +6,9 @@ namespace moefuzz {
 
 HighPrecision hp_exp(const HighPrecision& x) { return boost::multiprecision::exp(x); }
 
-HighPrecision hp_sigmoid(const HighPrecision& x) { return HighPrecision(1) / (HighPrecision(1) + hp_exp(-x)); }
+HighPrecision hp_sigmoid(const HighPrecision& x) {
+  return HighPrecision(1) / (HighPrecision(1) + hp_exp(-x));
+}
 
 HighPrecision hp_softplus(const HighPrecision& x) {
   const HighPrecision pos = x > 0 ? x : HighPrecision(0);

@@ -32,9 +32,11 @@ Mp swiglu_mp(const Mp& gate, const Mp& up, const Swiglu& s) {
 
 }  // namespace
 
-MultiprecisionLayer multiprecision_layer(const Case& c, const RoutingDecision& routing, const QuantizedRows& fc1,
-                                         const QuantizedRows& fc2, bool rsf_in_combine) {
-  const int64_t T = c.recipe.shape.tokens, H = c.recipe.shape.hidden, I = c.recipe.shape.inter, S = routing.slots;
+MultiprecisionLayer multiprecision_layer(const Case& c, const RoutingDecision& routing,
+                                         const QuantizedRows& fc1, const QuantizedRows& fc2,
+                                         bool rsf_in_combine) {
+  const int64_t T = c.recipe.shape.tokens, H = c.recipe.shape.hidden, I = c.recipe.shape.inter,
+                S = routing.slots;
   if (fc1.rows != T * S || fc1.cols != H || fc2.rows != T * S || fc2.cols != I)
     throw InputError("multiprecision_layer: quantized rows do not match the case");
   MultiprecisionLayer out;

@@ -5,8 +5,8 @@
 // so GEMM stages are exact (166 bits hold every partial sum) and SwiGLU is within ~2^-160.
 //
 // Example:
-//   moefuzz::MultiprecisionLayer mp = moefuzz::multiprecision_layer(c, routing, fc1_codes, fc2_codes, rsf_in_combine);
-//   double g = mp.gemm1[row * 2 * I + i];     // alpha * sum a_i w_i, gate half first
+//   moefuzz::MultiprecisionLayer mp = moefuzz::multiprecision_layer(c, routing, fc1_codes, fc2_codes,
+//   rsf_in_combine); double g = mp.gemm1[row * 2 * I + i];     // alpha * sum a_i w_i, gate half first
 #include <vector>
 
 #include "core/case.h"
@@ -22,7 +22,8 @@ struct MultiprecisionLayer {
 };
 
 // `fc1`/`fc2`: the quantized FC1/FC2 inputs per expanded row (t*slots+slot order), e.g. a kernel's.
-MultiprecisionLayer multiprecision_layer(const Case& c, const RoutingDecision& routing, const QuantizedRows& fc1,
-                                         const QuantizedRows& fc2, bool rsf_in_combine);
+MultiprecisionLayer multiprecision_layer(const Case& c, const RoutingDecision& routing,
+                                         const QuantizedRows& fc1, const QuantizedRows& fc2,
+                                         bool rsf_in_combine);
 
 }  // namespace moefuzz

@@ -16,11 +16,11 @@
 namespace moefuzz {
 
 struct StageExpectation {
-  std::string stage;            // "route", "fc1_quant", "gemm1", "activation", "fc2_quant", "gemm2", "output"
+  std::string stage;  // "route", "fc1_quant", "gemm1", "activation", "fc2_quant", "gemm2", "output"
   int64_t rows = 0;
   int64_t cols = 0;
-  std::vector<double> expected; // rows * cols
-  std::vector<double> bound;    // rows * cols: rigorous bound on |kernel - expected| for a correct kernel
+  std::vector<double> expected;  // rows * cols
+  std::vector<double> bound;     // rows * cols: rigorous bound on |kernel - expected| for a correct kernel
 };
 
 struct OracleEvaluation {

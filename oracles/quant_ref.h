@@ -27,8 +27,9 @@
 // [UNVERIFIED] (SPEC.md §5), so every code and scale is admitted there and the caller decides.
 //
 // Example:
-//   moefuzz::QuantizedRowRef q = moefuzz::quantize_row_ref(row, s_q, profile.quantizer, profile.zero_scale_rule);
-//   bool ok = q.admits(i, kernel_code);    // kernel's code for element i is admissible
+//   moefuzz::QuantizedRowRef q = moefuzz::quantize_row_ref(row, s_q, profile.quantizer,
+//   profile.zero_scale_rule); bool ok = q.admits(i, kernel_code);    // kernel's code for element i is
+//   admissible
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -38,12 +39,12 @@
 namespace moefuzz {
 
 struct QuantizedRowRef {
-  std::vector<uint8_t> codes;      // one E2M1 code per element (unpacked), as the emulation computes
-  std::vector<uint8_t> scales;     // one E4M3 byte per 16-element block
-  std::vector<float> scaled;       // y_i = fl(x_i * outScale) before the E2M1 conversion
-  std::vector<uint8_t> alt_codes;  // per element: a second admissible code, or 0xFF if none
-  std::vector<uint8_t> alt_scales; // per block: a second admissible scale byte, or 0xFF if none
-  std::vector<uint8_t> unverified; // per block: 1 where the kernel's behaviour is unspecified (NaN input)
+  std::vector<uint8_t> codes;       // one E2M1 code per element (unpacked), as the emulation computes
+  std::vector<uint8_t> scales;      // one E4M3 byte per 16-element block
+  std::vector<float> scaled;        // y_i = fl(x_i * outScale) before the E2M1 conversion
+  std::vector<uint8_t> alt_codes;   // per element: a second admissible code, or 0xFF if none
+  std::vector<uint8_t> alt_scales;  // per block: a second admissible scale byte, or 0xFF if none
+  std::vector<uint8_t> unverified;  // per block: 1 where the kernel's behaviour is unspecified (NaN input)
 
   // Codes 0x0 and 0x8 are equal (both zero).
   bool admits(size_t element, uint8_t code) const;

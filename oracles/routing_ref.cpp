@@ -24,28 +24,33 @@ struct TokenScores {
   std::vector<double> select_bound;  // |kernel's selection score - select|
   std::vector<double> raw;           // the weight's source score per expert (unbiased)
   std::vector<double> raw_bound;
-  std::vector<uint64_t> identity;    // equal iff the expert's inputs are bit-identical
-  bool finite = true;                // false: a non-finite logit; the token is not compared
+  std::vector<uint64_t> identity;  // equal iff the expert's inputs are bit-identical
+  bool finite = true;              // false: a non-finite logit; the token is not compared
 };
 
 void validate_inputs(const Case& c) {
   const auto& r = c.recipe;
   const int64_t t = r.shape.tokens, e = r.shape.experts;
   auto fail = [](const std::string& m) { throw InputError("routing: " + m); };
-  // Hash rows may repeat experts, so k may exceed E there (core/recipe.h validate(); found by routing_fuzzer).
+  // Hash rows may repeat experts, so k may exceed E there (core/recipe.h validate(); found by
+  // routing_fuzzer).
   if (t < 0 || e <= 0 || r.shape.top_k <= 0 || (r.shape.top_k > e && r.routing.mode != RoutingMode::kHash))
     fail("shape: need 0 < top_k <= experts");
   if (static_cast<int64_t>(c.logits.size()) != t * e) fail("logits size is not tokens * experts");
   if (r.routing.mode == RoutingMode::kSigmoidGrouped) {
     if (r.shape.n_group <= 0 || e % r.shape.n_group != 0) fail("n_group must divide experts");
-    if (r.shape.topk_group <= 0 || r.shape.topk_group > r.shape.n_group) fail("topk_group not in [1, n_group]");
-    if (r.shape.topk_group * (e / r.shape.n_group) < r.shape.top_k) fail("selected groups hold fewer than top_k experts");
-    if (r.routing.correction_bias && static_cast<int64_t>(c.bias.size()) != e) fail("bias size is not experts");
+    if (r.shape.topk_group <= 0 || r.shape.topk_group > r.shape.n_group)
+      fail("topk_group not in [1, n_group]");
+    if (r.shape.topk_group * (e / r.shape.n_group) < r.shape.top_k)
+      fail("selected groups hold fewer than top_k experts");
+    if (r.routing.correction_bias && static_cast<int64_t>(c.bias.size()) != e)
+      fail("bias size is not experts");
   }
   if (r.routing.mode == RoutingMode::kHash) {
     const int64_t vocab = r.hash_vocab();
     if (static_cast<int64_t>(c.token_ids.size()) != t) fail("token_ids size is not tokens");
-    if (static_cast<int64_t>(c.hash_table.size()) != vocab * r.shape.top_k) fail("hash_table size is not vocab * top_k");
+    if (static_cast<int64_t>(c.hash_table.size()) != vocab * r.shape.top_k)
+      fail("hash_table size is not vocab * top_k");
     for (int32_t id : c.token_ids) {
       if (id < 0 || id >= vocab) fail(fmt::format("token id {} outside the vocabulary [0, {})", id, vocab));
     }
@@ -75,7 +80,8 @@ TokenScores token_scores(const Case& c, const Profile& p, int64_t t) {
   if (!s.finite) return s;
 
   const RoutingMode mode = r.routing.mode;
-  const bool softmax = mode == RoutingMode::kSoftmax || (mode == RoutingMode::kHash && r.routing.hash_score == ScoreFunc::kSoftmax);
+  const bool softmax = mode == RoutingMode::kSoftmax ||
+                       (mode == RoutingMode::kHash && r.routing.hash_score == ScoreFunc::kSoftmax);
   if (softmax) {
     const std::vector<double>& probs = exact_softmax(row);
     for (size_t e = 0; e < e_count; ++e) s.raw[e] = probs[e];
@@ -128,7 +134,9 @@ bool normalizes(const CaseRecipe& r) {
   return r.routing.renormalize;
 }
 
-double topk_scale(const CaseRecipe& r, const Profile& p) { return p.rsf_in_topk ? r.routing.routed_scaling_factor : 1.0; }
+double topk_scale(const CaseRecipe& r, const Profile& p) {
+  return p.rsf_in_topk ? r.routing.routed_scaling_factor : 1.0;
+}
 
 int64_t fused_shared(const CaseRecipe& r) {
   return r.routing.shared_fusion == SharedFusion::kFused ? r.shape.shared_experts : 0;
@@ -214,9 +222,10 @@ RoutingCheck check_routing(const Case& c, const Profile& p, const RoutingDecisio
 
   if (kernel.tokens != T || kernel.slots != slots || static_cast<int64_t>(kernel.ids.size()) != T * slots ||
       static_cast<int64_t>(kernel.weights.size()) != T * slots) {
-    rc.verdict = Verdict::fail("STRUCT", "route",
-                               fmt::format("routing output is {} tokens x {} slots ({} ids, {} weights); expected {} x {}",
-                                           kernel.tokens, kernel.slots, kernel.ids.size(), kernel.weights.size(), T, slots));
+    rc.verdict = Verdict::fail(
+        "STRUCT", "route",
+        fmt::format("routing output is {} tokens x {} slots ({} ids, {} weights); expected {} x {}",
+                    kernel.tokens, kernel.slots, kernel.ids.size(), kernel.weights.size(), T, slots));
     return rc;
   }
 
@@ -232,7 +241,8 @@ RoutingCheck check_routing(const Case& c, const Profile& p, const RoutingDecisio
     const size_t base = static_cast<size_t>(t * slots);
     auto struct_fail = [&](int64_t slot, const std::string& msg) {
       if (!structure) {
-        ElementError at{.where = {.token = t, .slot = slot, .expert = slot >= 0 ? kernel.ids[base + slot] : -1}};
+        ElementError at{
+            .where = {.token = t, .slot = slot, .expert = slot >= 0 ? kernel.ids[base + slot] : -1}};
         structure = Verdict::fail("STRUCT", "route", fmt::format("token {}: {}", t, msg), at);
       }
     };
@@ -282,8 +292,8 @@ RoutingCheck check_routing(const Case& c, const Profile& p, const RoutingDecisio
       std::sort(groups.begin(), groups.end());
       groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
       if (static_cast<int64_t>(groups.size()) > spec.topk_group) {
-        struct_fail(-1, fmt::format("selected experts span {} groups, more than topk_group = {}", groups.size(),
-                                    spec.topk_group));
+        struct_fail(-1, fmt::format("selected experts span {} groups, more than topk_group = {}",
+                                    groups.size(), spec.topk_group));
         ok = false;
       }
     }
@@ -313,8 +323,8 @@ RoutingCheck check_routing(const Case& c, const Profile& p, const RoutingDecisio
       rc.near_tie[static_cast<size_t>(t)] = adm.ambiguous ? 1 : 0;
       if (!adm.admissible && !selection) {
         selection = Verdict::fail("ORACLE", "route",
-                                  fmt::format("token {}: inadmissible expert set {{{}}}: {}", t, fmt::join(routed, ","),
-                                              adm.reason),
+                                  fmt::format("token {}: inadmissible expert set {{{}}}: {}", t,
+                                              fmt::join(routed, ","), adm.reason),
                                   ElementError{.where = {.token = t}});
       }
     }
@@ -331,7 +341,8 @@ RoutingCheck check_routing(const Case& c, const Profile& p, const RoutingDecisio
       if (id >= E) {
         wb = shared_weight(r, p);
       } else {
-        const size_t j = static_cast<size_t>(std::find(routed_slots.begin(), routed_slots.end(), s) - routed_slots.begin());
+        const size_t j = static_cast<size_t>(std::find(routed_slots.begin(), routed_slots.end(), s) -
+                                             routed_slots.begin());
         wb = routing_weight_bound(raw, raw_bound, j, normalizes(r), p.renorm_epsilon, topk_scale(r, p),
                                   p.routing_weight_dtype);
       }
@@ -355,13 +366,15 @@ RoutingCheck check_routing(const Case& c, const Profile& p, const RoutingDecisio
   } else if (selection) {
     rc.verdict = *selection;
   } else if (!over.empty()) {
-    std::sort(over.begin(), over.end(), [](const ElementError& a, const ElementError& b) { return a.ratio() > b.ratio(); });
-    rc.verdict = Verdict::fail("ORACLE", "route",
-                               fmt::format("routing weight off by {:.3g} x its bound (token {}, slot {}, expert {}: got "
-                                           "{:.9g}, expected {:.9g})",
-                                           worst.ratio(), worst.where.token, worst.where.slot, worst.where.expert,
-                                           worst.got, worst.expected),
-                               worst);
+    std::sort(over.begin(), over.end(),
+              [](const ElementError& a, const ElementError& b) { return a.ratio() > b.ratio(); });
+    rc.verdict = Verdict::fail(
+        "ORACLE", "route",
+        fmt::format("routing weight off by {:.3g} x its bound (token {}, slot {}, expert {}: got "
+                    "{:.9g}, expected {:.9g})",
+                    worst.ratio(), worst.where.token, worst.where.slot, worst.where.expert, worst.got,
+                    worst.expected),
+        worst);
     if (over.size() > 30) over.resize(30);
     rc.verdict.worst_elements = over;
   } else {

@@ -50,7 +50,8 @@ double exact_sqrt_softplus(float x) {
 }
 
 double exact_sigmoid_plus(float x, float bias) {
-  const uint64_t key = (static_cast<uint64_t>(std::bit_cast<uint32_t>(x)) << 32) | std::bit_cast<uint32_t>(bias);
+  const uint64_t key =
+      (static_cast<uint64_t>(std::bit_cast<uint32_t>(x)) << 32) | std::bit_cast<uint32_t>(bias);
   return memo(t_biased, key, kMaxScalars, [&] {
     double d;
     return fast_sigmoid_plus(x, bias, &d) ? d : to_double(hp_sigmoid(HighPrecision(x)) + HighPrecision(bias));

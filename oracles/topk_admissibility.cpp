@@ -70,8 +70,9 @@ std::vector<int32_t> select_topk(std::span<const double> scores, const TopkSpec&
   return ids;
 }
 
-Admission admit_topk_set(std::span<const double> lo, std::span<const double> hi, std::span<const uint64_t> identity,
-                         const TopkSpec& spec, TieRule tie, std::span<const int32_t> selected) {
+Admission admit_topk_set(std::span<const double> lo, std::span<const double> hi,
+                         std::span<const uint64_t> identity, const TopkSpec& spec, TieRule tie,
+                         std::span<const int32_t> selected) {
   Admission adm;
   const size_t n = static_cast<size_t>(spec.experts);
   std::vector<uint8_t> in_s(n, 0);
@@ -104,9 +105,9 @@ Admission admit_topk_set(std::span<const double> lo, std::span<const double> hi,
       if (in_s[b]) continue;
       if (lo[b] > t_hi) {
         feasible[static_cast<size_t>(g)] = 0;
-        why_not[static_cast<size_t>(g)] = fmt::format(
-            "unselected expert {} (score >= {:.9g}) beats selected expert {} (score <= {:.9g})", e, lo[b], t_hi_expert,
-            t_hi);
+        why_not[static_cast<size_t>(g)] =
+            fmt::format("unselected expert {} (score >= {:.9g}) beats selected expert {} (score <= {:.9g})",
+                        e, lo[b], t_hi_expert, t_hi);
         break;
       }
       if (tie == TieRule::kLowerIndexWins && !identity.empty()) {
@@ -170,11 +171,13 @@ Admission admit_topk_set(std::span<const double> lo, std::span<const double> hi,
   }
   adm.admissible = false;
   adm.reason = fmt::format(
-      "no choice of {} groups containing the selected experts' groups beats the other groups within the score "
+      "no choice of {} groups containing the selected experts' groups beats the other groups within the "
+      "score "
       "bounds",
       spec.topk_group);
   for (int64_t g = 0; g < ngroups; ++g) {
-    if (!in_r[static_cast<size_t>(g)] && !feasible[static_cast<size_t>(g)] && worst[static_cast<size_t>(g)] > r_worst) {
+    if (!in_r[static_cast<size_t>(g)] && !feasible[static_cast<size_t>(g)] &&
+        worst[static_cast<size_t>(g)] > r_worst) {
       adm.reason += "; group " + std::to_string(g) + " must be chosen but " + why_not[static_cast<size_t>(g)];
       break;
     }

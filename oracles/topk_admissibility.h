@@ -24,7 +24,8 @@
 // Example:
 //   moefuzz::TopkSpec spec{.experts = 16, .k = 4, .n_group = 4, .topk_group = 2, .group_top2 = true};
 //   std::vector<int32_t> ids = moefuzz::select_topk(scores, spec);
-//   moefuzz::Admission a = moefuzz::admit_topk_set(lo, hi, identity, spec, TieRule::kLowerIndexWins, kernel_ids);
+//   moefuzz::Admission a = moefuzz::admit_topk_set(lo, hi, identity, spec, TieRule::kLowerIndexWins,
+//   kernel_ids);
 #include <cstdint>
 #include <span>
 #include <string>
@@ -49,12 +50,13 @@ std::vector<int32_t> select_topk(std::span<const double> scores, const TopkSpec&
 
 struct Admission {
   bool admissible = true;
-  std::string reason;   // why not (names the experts / groups and their bounds)
+  std::string reason;      // why not (names the experts / groups and their bounds)
   bool ambiguous = false;  // more than one set is admissible at these bounds (near-tie)
 };
 
 // `selected` holds k distinct ids in [0, experts) (check structure first). `identity` may be empty.
-Admission admit_topk_set(std::span<const double> lo, std::span<const double> hi, std::span<const uint64_t> identity,
-                         const TopkSpec& spec, TieRule tie, std::span<const int32_t> selected);
+Admission admit_topk_set(std::span<const double> lo, std::span<const double> hi,
+                         std::span<const uint64_t> identity, const TopkSpec& spec, TieRule tie,
+                         std::span<const int32_t> selected);
 
 }  // namespace moefuzz

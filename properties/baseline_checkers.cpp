@@ -19,7 +19,8 @@ bool allclose(const std::vector<float>& a, const std::vector<double>& b, double 
 }
 
 // TensorRT-LLM check_accuracy: the fraction of close elements must reach `percent`.
-bool check_accuracy(const std::vector<float>& a, const std::vector<double>& b, double atol, double rtol, double percent) {
+bool check_accuracy(const std::vector<float>& a, const std::vector<double>& b, double atol, double rtol,
+                    double percent) {
   size_t close = 0;
   for (size_t i = 0; i < a.size(); ++i)
     if (std::fabs(a[i] - b[i]) <= atol + rtol * std::fabs(b[i])) ++close;
@@ -27,7 +28,10 @@ bool check_accuracy(const std::vector<float>& a, const std::vector<double>& b, d
 }
 
 // A vLLM-like grid reduced to CPU sizes: (tokens, hidden, inter, experts, top_k); tame values.
-struct GridShape { int64_t t, h, i, e, k; RoutingMode mode; };
+struct GridShape {
+  int64_t t, h, i, e, k;
+  RoutingMode mode;
+};
 const GridShape kGrid[] = {
     {2, 128, 128, 8, 2, RoutingMode::kSoftmax},
     {33, 256, 128, 16, 6, RoutingMode::kSoftmax},
@@ -45,7 +49,11 @@ BaselineResult run_baselines(const Kernel& kernel, uint64_t seed) {
       CaseRecipe r;
       r.seed = seed * 1000 + static_cast<uint64_t>(n);
       r.profile = kernel.profile();
-      r.shape = Shape{.tokens = g.t, .hidden = g.h, .inter = g.i, .experts = g.e, .top_k = g.k,
+      r.shape = Shape{.tokens = g.t,
+                      .hidden = g.h,
+                      .inter = g.i,
+                      .experts = g.e,
+                      .top_k = g.k,
                       .n_group = g.mode == RoutingMode::kSigmoidGrouped ? 8 : 1,
                       .topk_group = g.mode == RoutingMode::kSigmoidGrouped ? 4 : 1};
       r.routing.mode = g.mode;

@@ -44,8 +44,8 @@ Finding save_finding(const CaseRecipe& recipe, const Verdict& v, const std::stri
   f.repro = fmt::format("moefuzz replay {} --kernel {}", f.recipe_path, kernel_name);
   std::string text = to_text(recipe);
   const size_t eol = text.find('\n');
-  const std::string header = fmt::format("# moefuzz finding: {}\n# kernel: {}\n# {}\n# REPRO: {}\n", f.signature, kernel_name,
-                                         v.message, f.repro);
+  const std::string header = fmt::format("# moefuzz finding: {}\n# kernel: {}\n# {}\n# REPRO: {}\n",
+                                         f.signature, kernel_name, v.message, f.repro);
   text.insert(eol == std::string::npos ? text.size() : eol + 1, header);
   write_file_atomically(f.recipe_path, text);
   write_file_atomically(f.report_path, format_failure_report(recipe, v, kernel_name, f.repro));
@@ -59,7 +59,9 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
   const rc::Gen<CaseRecipe> gen = gen::recipe_for(o.shapes);
   const std::string profile = o.profile.empty() ? kernel.profile() : o.profile;
   const auto start = std::chrono::steady_clock::now();
-  auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  auto elapsed = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   CheckOptions co{.invariants = o.invariants, .run = o.run};
   int64_t consecutive_unsupported = 0;
   for (uint64_t index = 0;; ++index) {
@@ -86,20 +88,23 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     ++s.cases;
     if (rep.failed()) {
       const Verdict& v = rep.first_failure();
-      auto it = std::find_if(s.findings.begin(), s.findings.end(), [&](const Finding& f) { return f.signature == v.signature(); });
+      auto it = std::find_if(s.findings.begin(), s.findings.end(),
+                             [&](const Finding& f) { return f.signature == v.signature(); });
       if (it != s.findings.end()) {
         ++it->occurrences;
       } else {
         Finding f = save_finding(r, v, o.kernel_name, o.out_dir, static_cast<int64_t>(s.findings.size()) + 1);
-        log << (o.progress ? "\n" : "") << fmt::format("FINDING {}: {}\n  REPRO: {}\n", f.signature, v.message, f.repro);
+        log << (o.progress ? "\n" : "")
+            << fmt::format("FINDING {}: {}\n  REPRO: {}\n", f.signature, v.message, f.repro);
         s.findings.push_back(f);
       }
     }
     if (o.progress) {
-      const double frac = o.cases > 0 ? static_cast<double>(s.cases) / static_cast<double>(o.cases) : elapsed() / o.seconds;
+      const double frac =
+          o.cases > 0 ? static_cast<double>(s.cases) / static_cast<double>(o.cases) : elapsed() / o.seconds;
       const int filled = static_cast<int>(std::min(1.0, frac) * 30);
-      log << fmt::format("\r[{:<30}] {} cases, {} findings, {:.1f}s", std::string(static_cast<size_t>(filled), '#'), s.cases,
-                         s.findings.size(), elapsed())
+      log << fmt::format("\r[{:<30}] {} cases, {} findings, {:.1f}s",
+                         std::string(static_cast<size_t>(filled), '#'), s.cases, s.findings.size(), elapsed())
           << std::flush;
     }
   }
@@ -109,17 +114,22 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
 }
 
 std::string format_summary_table(const CampaignSummary& s) {
-  std::string out = fmt::format("moefuzz check: kernel {}, seed {}, {} cases in {:.1f}s ({} drawn recipes outside the kernel's domain)\n",
-                                s.kernel, s.seed, s.cases, s.seconds, s.unsupported);
-  out += fmt::format("{:<9} {:>8} {:>6} {:>8} {:>8} {:>16}\n", "invariant", "pass", "fail", "skip", "vacuous", "max err/bound");
+  std::string out = fmt::format(
+      "moefuzz check: kernel {}, seed {}, {} cases in {:.1f}s ({} drawn recipes outside the kernel's "
+      "domain)\n",
+      s.kernel, s.seed, s.cases, s.seconds, s.unsupported);
+  out += fmt::format("{:<9} {:>8} {:>6} {:>8} {:>8} {:>16}\n", "invariant", "pass", "fail", "skip", "vacuous",
+                     "max err/bound");
   for (const auto& [code, t] : s.tallies)
-    out += fmt::format("{:<9} {:>8} {:>6} {:>8} {:>8} {:>16.3g}\n", code, t.passed, t.failed, t.skipped, t.vacuous, t.max_ratio);
+    out += fmt::format("{:<9} {:>8} {:>6} {:>8} {:>8} {:>16.3g}\n", code, t.passed, t.failed, t.skipped,
+                       t.vacuous, t.max_ratio);
   if (s.findings.empty()) {
     out += "no findings\n";
   } else {
     out += fmt::format("{} finding signature(s):\n", s.findings.size());
     for (const auto& f : s.findings)
-      out += fmt::format("  {} ({} case(s))\n    report: {}\n    REPRO: {}\n", f.signature, f.occurrences, f.report_path, f.repro);
+      out += fmt::format("  {} ({} case(s))\n    report: {}\n    REPRO: {}\n", f.signature, f.occurrences,
+                         f.report_path, f.repro);
   }
   return out;
 }
@@ -132,11 +142,18 @@ nlohmann::json summary_json(const CampaignSummary& s) {
   j["unsupported"] = s.unsupported;
   j["seconds"] = s.seconds;
   for (const auto& [code, t] : s.tallies)
-    j["invariants"][code] = {{"pass", t.passed}, {"fail", t.failed}, {"skip", t.skipped}, {"vacuous", t.vacuous}, {"max_ratio", t.max_ratio}};
+    j["invariants"][code] = {{"pass", t.passed},
+                             {"fail", t.failed},
+                             {"skip", t.skipped},
+                             {"vacuous", t.vacuous},
+                             {"max_ratio", t.max_ratio}};
   j["findings"] = nlohmann::json::array();
   for (const auto& f : s.findings)
-    j["findings"].push_back({{"signature", f.signature}, {"recipe", f.recipe_path}, {"report", f.report_path},
-                             {"repro", f.repro}, {"occurrences", f.occurrences}});
+    j["findings"].push_back({{"signature", f.signature},
+                             {"recipe", f.recipe_path},
+                             {"report", f.report_path},
+                             {"repro", f.repro},
+                             {"occurrences", f.occurrences}});
   return j;
 }
 

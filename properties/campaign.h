@@ -24,24 +24,24 @@
 namespace moefuzz {
 
 struct CampaignOptions {
-  std::string kernel_name;       // as given to --kernel (registry name or plugin path): used in REPRO
-  std::string profile;           // "" = the kernel's declared profile
-  int64_t cases = 0;             // stop after this many checked cases (0 = no limit)
-  double seconds = 0;            // stop after this much time (0 = no limit)
+  std::string kernel_name;  // as given to --kernel (registry name or plugin path): used in REPRO
+  std::string profile;      // "" = the kernel's declared profile
+  int64_t cases = 0;        // stop after this many checked cases (0 = no limit)
+  double seconds = 0;       // stop after this much time (0 = no limit)
   uint64_t seed = 1;
   std::string shapes = "small";  // small | medium | large | model:NAME
   std::vector<const Invariant*> invariants;
-  std::string out_dir;           // findings land here
-  bool progress = false;         // a progress line on stderr
+  std::string out_dir;    // findings land here
+  bool progress = false;  // a progress line on stderr
   RunOptions run;
 };
 
 struct Finding {
-  std::string signature;     // invariant/stage
+  std::string signature;  // invariant/stage
   std::string recipe_path;
   std::string report_path;
-  std::string repro;         // the one-line command
-  int64_t occurrences = 1;   // cases that failed with this signature
+  std::string repro;        // the one-line command
+  int64_t occurrences = 1;  // cases that failed with this signature
 };
 
 struct CampaignSummary {

@@ -63,7 +63,8 @@ std::vector<int64_t> group_preserving_permutation(const Case& c, uint64_t seed) 
     std::iota(within.begin(), within.end(), 0);
     shuffle(within, stream, 2 + static_cast<uint64_t>(g));
     for (int64_t j = 0; j < per_group; ++j)
-      perm[static_cast<size_t>(g * per_group + j)] = group_order[static_cast<size_t>(g)] * per_group + within[static_cast<size_t>(j)];
+      perm[static_cast<size_t>(g * per_group + j)] =
+          group_order[static_cast<size_t>(g)] * per_group + within[static_cast<size_t>(j)];
   }
   return perm;
 }
@@ -98,8 +99,10 @@ Case select_tokens(const Case& c, const std::vector<int64_t>& rows) {
   if (!c.token_ids.empty()) out.token_ids.assign(rows.size(), 0);
   for (size_t i = 0; i < rows.size(); ++i) {
     const int64_t t = rows[i];
-    std::copy_n(c.hidden.begin() + t * s.hidden, s.hidden, out.hidden.begin() + static_cast<int64_t>(i) * s.hidden);
-    std::copy_n(c.logits.begin() + t * s.experts, s.experts, out.logits.begin() + static_cast<int64_t>(i) * s.experts);
+    std::copy_n(c.hidden.begin() + t * s.hidden, s.hidden,
+                out.hidden.begin() + static_cast<int64_t>(i) * s.hidden);
+    std::copy_n(c.logits.begin() + t * s.experts, s.experts,
+                out.logits.begin() + static_cast<int64_t>(i) * s.experts);
     if (!c.token_ids.empty()) out.token_ids[i] = c.token_ids[static_cast<size_t>(t)];
   }
   return out;

@@ -6,7 +6,11 @@
 namespace moefuzz {
 
 CheckContext::CheckContext(const Kernel& kernel, const Case& c, RunOptions opts)
-    : kernel_(kernel), case_(c), profile_(profile_by_name(kernel.profile())), opts_(opts), input_hash_(case_fingerprint(c)) {}
+    : kernel_(kernel),
+      case_(c),
+      profile_(profile_by_name(kernel.profile())),
+      opts_(opts),
+      input_hash_(case_fingerprint(c)) {}
 
 const LayerResult& CheckContext::baseline() {
   if (!baseline_) {

@@ -36,7 +36,8 @@ CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& o
     } catch (const InputError& e) {
       // The kernel declared this recipe supported and then rejected it: a kernel defect, reported as
       // a finding rather than ending the campaign (bad outside input is caught before any run).
-      v = Verdict::fail(inv->code, "kernel", std::string("the kernel rejected a recipe it declared supported: ") + e.what());
+      v = Verdict::fail(inv->code, "kernel",
+                        std::string("the kernel rejected a recipe it declared supported: ") + e.what());
     } catch (const std::exception& e) {
       v = Verdict::fail(inv->code, "kernel", std::string("the kernel raised: ") + e.what());
     }
@@ -57,9 +58,15 @@ void tally(Tallies& t, const CaseReport& r) {
         ++x.passed;
         if (std::isfinite(v.max_ratio)) x.max_ratio = std::max(x.max_ratio, v.max_ratio);
         break;
-      case Outcome::kFail: ++x.failed; break;
-      case Outcome::kSkip: ++x.skipped; break;
-      case Outcome::kVacuous: ++x.vacuous; break;
+      case Outcome::kFail:
+        ++x.failed;
+        break;
+      case Outcome::kSkip:
+        ++x.skipped;
+        break;
+      case Outcome::kVacuous:
+        ++x.vacuous;
+        break;
     }
   }
 }

@@ -11,8 +11,8 @@
 #include "core/case.h"
 #include "core/profile.h"
 #include "core/rng.h"
-#include "oracles/oracle.h"
 #include "kernels/canary.h"
+#include "oracles/oracle.h"
 
 namespace moefuzz {
 namespace {
@@ -23,7 +23,8 @@ struct Accumulator {
   std::vector<double> bound2;  // sum of per-layer bound^2
 };
 
-DriftPoint summarize(int64_t index, const Accumulator& acc, const std::vector<float>& h, double single_ratio) {
+DriftPoint summarize(int64_t index, const Accumulator& acc, const std::vector<float>& h,
+                     double single_ratio) {
   DriftPoint p;
   p.index = index;
   p.max_single_ratio = single_ratio;
@@ -36,7 +37,11 @@ DriftPoint summarize(int64_t index, const Accumulator& acc, const std::vector<fl
     const double x = acc.err[i] / std::sqrt(acc.bound2[i]);
     const double s = h[i] > 0 ? x : h[i] < 0 ? -x : 0.0;
     p.max_normalized = std::max(p.max_normalized, std::fabs(x));
-    sum += x; sum2 += x * x; shrink += s; shrink2 += s * s; ++n;
+    sum += x;
+    sum2 += x * x;
+    shrink += s;
+    shrink2 += s * s;
+    ++n;
   }
   const double dn = static_cast<double>(std::max<int64_t>(n, 1));
   p.rms_error = std::sqrt(e2 / std::max<size_t>(acc.err.size(), 1));
@@ -55,15 +60,21 @@ Verdict judge(const std::vector<DriftPoint>& pts, const std::string& stage) {
   for (const auto& p : pts) {
     v.max_ratio = std::max(v.max_ratio, p.max_normalized / kDriftKappa);
     if (p.max_single_ratio > 1.0)
-      return Verdict::fail("DRIFT", stage, fmt::format("{} {}: single-call error exceeds its bound ({:.3g}x)", stage, p.index, p.max_single_ratio));
+      return Verdict::fail("DRIFT", stage,
+                           fmt::format("{} {}: single-call error exceeds its bound ({:.3g}x)", stage, p.index,
+                                       p.max_single_ratio));
     if (p.max_normalized > kDriftKappa)
-      return Verdict::fail("DRIFT", stage, fmt::format("{} {}: accumulated error {:.3g}x the random-walk scale (limit {})",
-                                                       stage, p.index, p.max_normalized, kDriftKappa));
+      return Verdict::fail("DRIFT", stage,
+                           fmt::format("{} {}: accumulated error {:.3g}x the random-walk scale (limit {})",
+                                       stage, p.index, p.max_normalized, kDriftKappa));
     if (std::fabs(p.z_signed) > kDriftZ)
-      return Verdict::fail("DRIFT", stage, fmt::format("{} {}: systematic signed bias, z = {:.2f}", stage, p.index, p.z_signed));
+      return Verdict::fail(
+          "DRIFT", stage,
+          fmt::format("{} {}: systematic signed bias, z = {:.2f}", stage, p.index, p.z_signed));
     if (std::fabs(p.z_shrink) > kDriftZ)
-      return Verdict::fail("DRIFT", stage, fmt::format("{} {}: systematic bias toward {} (z = {:.2f})", stage, p.index,
-                                                       p.z_shrink < 0 ? "zero" : "larger magnitudes", p.z_shrink));
+      return Verdict::fail("DRIFT", stage,
+                           fmt::format("{} {}: systematic bias toward {} (z = {:.2f})", stage, p.index,
+                                       p.z_shrink < 0 ? "zero" : "larger magnitudes", p.z_shrink));
   }
   return v;
 }
@@ -73,8 +84,11 @@ std::vector<uint16_t> rmsnorm_bf16(const std::vector<float>& h, int64_t tokens, 
   std::vector<uint16_t> out(h.size());
   for (int64_t t = 0; t < tokens; ++t) {
     double ss = 0;
-    for (int64_t j = 0; j < hidden; ++j) ss += static_cast<double>(h[static_cast<size_t>(t * hidden + j)]) * h[static_cast<size_t>(t * hidden + j)];
-    const double inv = 1.0 / std::sqrt(ss / static_cast<double>(hidden) + 1e-6);  // RMSNorm's epsilon (1e-6 in DeepSeek-V3)
+    for (int64_t j = 0; j < hidden; ++j)
+      ss += static_cast<double>(h[static_cast<size_t>(t * hidden + j)]) *
+            h[static_cast<size_t>(t * hidden + j)];
+    const double inv =
+        1.0 / std::sqrt(ss / static_cast<double>(hidden) + 1e-6);  // RMSNorm's epsilon (1e-6 in DeepSeek-V3)
     for (int64_t j = 0; j < hidden; ++j) {
       const size_t i = static_cast<size_t>(t * hidden + j);
       out[i] = bf16_from_float(static_cast<float>(h[i] * inv));
@@ -100,8 +114,10 @@ LayerOutcome run_one(const Kernel& kernel, const Profile& profile, const Case& c
   for (size_t i = 0; i < o.output.size(); ++i) {
     o.error[i] = static_cast<double>(o.output[i]) - out->expected[i];
     o.bound[i] = out->bound[i];
-    if (out->bound[i] > 0) o.max_ratio = std::max(o.max_ratio, std::fabs(o.error[i]) / out->bound[i]);
-    else if (o.error[i] != 0) o.max_ratio = INFINITY;
+    if (out->bound[i] > 0)
+      o.max_ratio = std::max(o.max_ratio, std::fabs(o.error[i]) / out->bound[i]);
+    else if (o.error[i] != 0)
+      o.max_ratio = INFINITY;
   }
   if (ev.admissibility.failed()) o.max_ratio = INFINITY;
   return o;
@@ -174,7 +190,10 @@ DriftReport run_sequence_drift(const Kernel& kernel, const CaseRecipe& base, int
       last = std::max(last, rep.points[rep.points.size() - 1 - i].max_normalized);
     }
     if (last > 1.0 && last > 4 * std::max(first, 0.25))
-      rep.verdict = Verdict::fail("DRIFT", "position", fmt::format("error/bound grows with position: {:.3g} in the first quarter, {:.3g} in the last", first, last));
+      rep.verdict = Verdict::fail(
+          "DRIFT", "position",
+          fmt::format("error/bound grows with position: {:.3g} in the first quarter, {:.3g} in the last",
+                      first, last));
   }
   return rep;
 }
@@ -186,14 +205,17 @@ void write_drift_csv(const std::vector<DriftReport>& reports, const std::string&
     f << "kernel,mode,index,max_single_ratio,rms_error,rw_bound,max_normalized,z_signed,z_shrink\n";
     for (const auto& r : reports)
       for (const auto& p : r.points)
-        f << fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.4f},{:.4f}\n", r.kernel, r.mode, p.index, p.max_single_ratio,
-                         p.rms_error, p.rw_bound, p.max_normalized, p.z_signed, p.z_shrink);
+        f << fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.4f},{:.4f}\n", r.kernel, r.mode, p.index,
+                         p.max_single_ratio, p.rms_error, p.rw_bound, p.max_normalized, p.z_signed,
+                         p.z_shrink);
   }
   std::rename(tmp.c_str(), path.c_str());  // atomic: a reader never sees half a file
 }
 
-std::string plot_drift(const std::vector<DriftReport>& reports, const std::string& csv_path, const std::string& svg_path) {
-  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0) return "gnuplot not found (apt-get install gnuplot-nox)";
+std::string plot_drift(const std::vector<DriftReport>& reports, const std::string& csv_path,
+                       const std::string& svg_path) {
+  if (std::system("command -v gnuplot >/dev/null 2>&1") != 0)
+    return "gnuplot not found (apt-get install gnuplot-nox)";
   const std::string script_path = svg_path + ".gp";
   {
     std::ofstream g(script_path);
@@ -202,22 +224,29 @@ std::string plot_drift(const std::vector<DriftReport>& reports, const std::strin
     g << "set terminal svg size 900,760 dynamic background rgb 'white'\n";
     g << fmt::format("set output '{}'\n", svg_path);
     g << "set datafile separator ','\nset key outside right\nset grid\n";
-    g << "set multiplot layout 2,1 title 'moefuzz drift: kernel vs oracle (each layer conditioned on the kernel input)'\n";
+    g << "set multiplot layout 2,1 title 'moefuzz drift: kernel vs oracle (each layer conditioned on the "
+         "kernel input)'\n";
     const std::string x = reports.empty() || reports[0].mode == "layers" ? "layer" : "position";
     g << fmt::format("set xlabel '{}'\n", x);
     g << "set ylabel '|D| / random-walk scale (max)'\nset logscale y\n";
     g << "plot ";
     for (const auto& r : reports)
-      g << fmt::format("'{}' using 3:(strcol(1) eq '{}' ? ($7 > 1e-12 ? $7 : 1e-12) : NaN) with linespoints title '{}{}', ",
-                       csv_path, r.kernel, r.kernel, r.verdict.failed() ? " (FAIL)" : "");
+      g << fmt::format(
+          "'{}' using 3:(strcol(1) eq '{}' ? ($7 > 1e-12 ? $7 : 1e-12) : NaN) with linespoints title "
+          "'{}{}', ",
+          csv_path, r.kernel, r.kernel, r.verdict.failed() ? " (FAIL)" : "");
     g << fmt::format("{} with lines dt 2 lw 2 title 'limit {}'\n", kDriftKappa, kDriftKappa);
     g << "unset logscale y\nset ylabel 'bias z (shrink toward zero; signed dashed)'\n";
     g << "plot ";
     for (const auto& r : reports) {
-      g << fmt::format("'{}' using 3:(strcol(1) eq '{}' ? $9 : NaN) with linespoints title '{} shrink', ", csv_path, r.kernel, r.kernel);
-      g << fmt::format("'{}' using 3:(strcol(1) eq '{}' ? $8 : NaN) with lines dt 3 title '{} signed', ", csv_path, r.kernel, r.kernel);
+      g << fmt::format("'{}' using 3:(strcol(1) eq '{}' ? $9 : NaN) with linespoints title '{} shrink', ",
+                       csv_path, r.kernel, r.kernel);
+      g << fmt::format("'{}' using 3:(strcol(1) eq '{}' ? $8 : NaN) with lines dt 3 title '{} signed', ",
+                       csv_path, r.kernel, r.kernel);
     }
-    g << fmt::format("{0} with lines dt 2 lw 2 lc 'red' title 'limit +-{0}', -{0} with lines dt 2 lw 2 lc 'red' notitle\n", kDriftZ);
+    g << fmt::format(
+        "{0} with lines dt 2 lw 2 lc 'red' title 'limit +-{0}', -{0} with lines dt 2 lw 2 lc 'red' notitle\n",
+        kDriftZ);
     g << "unset multiplot\n";
   }
   const int rc = std::system(fmt::format("gnuplot '{}' 2>/dev/null", script_path).c_str());

@@ -25,20 +25,20 @@
 namespace moefuzz {
 
 struct DriftPoint {
-  int64_t index = 0;          // layer (a) or position bucket (b)
+  int64_t index = 0;            // layer (a) or position bucket (b)
   double max_single_ratio = 0;  // max |out - oracle| / bound of this layer alone (single-call ORACLE)
-  double rms_error = 0;       // rms of the accumulated error D
-  double rw_bound = 0;        // rms of sqrt(sum bound^2): the random-walk scale
-  double max_normalized = 0;  // max |D| / sqrt(sum bound^2)
-  double z_signed = 0;        // z statistic of the mean signed normalized error
-  double z_shrink = 0;        // z statistic of the mean error projected on sign(h) (negative: shrinking)
+  double rms_error = 0;         // rms of the accumulated error D
+  double rw_bound = 0;          // rms of sqrt(sum bound^2): the random-walk scale
+  double max_normalized = 0;    // max |D| / sqrt(sum bound^2)
+  double z_signed = 0;          // z statistic of the mean signed normalized error
+  double z_shrink = 0;          // z statistic of the mean error projected on sign(h) (negative: shrinking)
 };
 
 struct DriftReport {
   std::string kernel;
-  std::string mode;           // "layers" or "sequence"
+  std::string mode;  // "layers" or "sequence"
   std::vector<DriftPoint> points;
-  Verdict verdict;            // invariant "DRIFT"
+  Verdict verdict;  // invariant "DRIFT"
 };
 
 // Decision thresholds: kappa bounds the random-walk excursion, z the bias test. Chosen so a correct
@@ -52,6 +52,7 @@ DriftReport run_sequence_drift(const Kernel& kernel, const CaseRecipe& base, int
 // CSV: one row per point; and a gnuplot-rendered SVG of error against layer/position for every
 // report given (kernel and mutant side by side) with the random-walk bound. Returns "" or an error.
 void write_drift_csv(const std::vector<DriftReport>& reports, const std::string& path);
-std::string plot_drift(const std::vector<DriftReport>& reports, const std::string& csv_path, const std::string& svg_path);
+std::string plot_drift(const std::vector<DriftReport>& reports, const std::string& csv_path,
+                       const std::string& svg_path);
 
 }  // namespace moefuzz

@@ -53,13 +53,16 @@ std::string file_stem_of(std::string sig) {
   return sig;
 }
 
-std::vector<fs::path> files_in(const fs::path& dir, std::string_view prefix = "", std::string_view suffix = "") {
+std::vector<fs::path> files_in(const fs::path& dir, std::string_view prefix = "",
+                               std::string_view suffix = "") {
   std::vector<fs::path> out;
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     if (!e.is_regular_file() || name.rfind(prefix, 0) != 0) continue;
-    if (!suffix.empty() && (name.size() < suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)) continue;
+    if (!suffix.empty() && (name.size() < suffix.size() ||
+                            name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0))
+      continue;
     out.push_back(e.path());
   }
   std::sort(out.begin(), out.end());
@@ -145,9 +148,9 @@ int detect_gpus() {
 // job: 4 dft_time: 0" (fork mode: "#N" counts the executions of all jobs so far, "job:" the jobs) or
 // "#123 NEW cov: 45 ft: 67 corp: 8/1Kb ... exec/s: 900 ..." (one process: "#N" counts executions).
 void accumulate_libfuzzer_log(const std::string& text, FuzzCampaignSummary& s) {
-  static const std::regex kRuns(R"(^#(\d+))"), kJob(R"( job: (\d+))"), kCov(R"(cov: (\d+))"), kFt(R"(ft: (\d+))"),
-      kCorp(R"(corp: (\d+))"), kCrash(R"(oom/timeout/crash: \d+/\d+/(\d+))"), kSem(R"(moefuzz-features: (reached .*))"),
-      kUnits(R"(stat::number_of_executed_units: (\d+))");
+  static const std::regex kRuns(R"(^#(\d+))"), kJob(R"( job: (\d+))"), kCov(R"(cov: (\d+))"),
+      kFt(R"(ft: (\d+))"), kCorp(R"(corp: (\d+))"), kCrash(R"(oom/timeout/crash: \d+/\d+/(\d+))"),
+      kSem(R"(moefuzz-features: (reached .*))"), kUnits(R"(stat::number_of_executed_units: (\d+))");
   std::istringstream in(text);
   std::string line, last;
   std::smatch m;
@@ -158,7 +161,9 @@ void accumulate_libfuzzer_log(const std::string& text, FuzzCampaignSummary& s) {
     if (std::regex_search(line, m, kUnits)) units += std::stoll(m[1]);
   }
   if (last.empty()) return;
-  auto num = [&](const std::regex& re) -> int64_t { return std::regex_search(last, m, re) ? std::stoll(m[1]) : 0; };
+  auto num = [&](const std::regex& re) -> int64_t {
+    return std::regex_search(last, m, re) ? std::stoll(m[1]) : 0;
+  };
   const bool fork_mode = std::regex_search(last, m, kJob);
   if (fork_mode) s.jobs += num(kJob);
   // The parent's cumulative count in fork mode; a single process's final stats when it printed them.
@@ -198,18 +203,21 @@ std::vector<std::string> libfuzzer_flags_from_options(const std::string& options
 
 std::string fuzz_target_binary(const std::string& bin_dir, const std::string& target) {
   if (target.empty() || target.find('/') != std::string::npos)
-    throw InputError(fmt::format("campaign: --target '{}' must be a fuzz target name such as moe_layer", target));
+    throw InputError(
+        fmt::format("campaign: --target '{}' must be a fuzz target name such as moe_layer", target));
   const std::string name = target.size() > 7 && target.ends_with("_fuzzer") ? target : target + "_fuzzer";
   const std::string path = bin_dir + "/" + name;
   if (access(path.c_str(), X_OK) != 0)
-    throw InputError(fmt::format("campaign: fuzz target {} is not built (no executable {}); build the fuzz targets with: "
-                                 "cmake --preset fuzz && cmake --build --preset fuzz",
-                                 name, path));
+    throw InputError(
+        fmt::format("campaign: fuzz target {} is not built (no executable {}); build the fuzz targets with: "
+                    "cmake --preset fuzz && cmake --build --preset fuzz",
+                    name, path));
   return path;
 }
 
 std::vector<FuzzFinding> harvest_findings(const std::string& raw_dir, const std::string& findings_dir,
-                                          const std::string& kernel, double shrink_seconds, std::ostream& log) {
+                                          const std::string& kernel, double shrink_seconds,
+                                          std::ostream& log) {
   make_directories(findings_dir);
   std::set<std::string> known;
   for (const auto& f : files_in(findings_dir, "", ".moefuzz")) known.insert(kills_named_in(read_text(f)));
@@ -221,7 +229,8 @@ std::vector<FuzzFinding> harvest_findings(const std::string& raw_dir, const std:
     if (sig.empty() || known.count(sig)) continue;
     std::string kernel_name = kernel_named_in(text);
     if (kernel_name.empty()) kernel_name = kernel;
-    FuzzFinding f{.signature = sig, .path = findings_dir + "/" + file_stem_of(sig) + ".moefuzz", .raw = raw.string()};
+    FuzzFinding f{
+        .signature = sig, .path = findings_dir + "/" + file_stem_of(sig) + ".moefuzz", .raw = raw.string()};
     try {
       const CaseRecipe r = parse_recipe(text, raw.string());
       const auto k = make_kernel(kernel_name);
@@ -251,8 +260,7 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
   if (o.workers < 1) throw InputError("campaign: --workers must be >= 1");
   (void)make_kernel(o.kernel);  // an unknown kernel is exit 2 here, not in every child
   const std::string dir = o.out_dir, corpus = dir + "/corpus", crashes = dir + "/crashes", raw = dir + "/raw",
-                    findings = dir + "/findings", logs = dir + "/logs",
-                    converted_dir = dir + "/converted";
+                    findings = dir + "/findings", logs = dir + "/logs", converted_dir = dir + "/converted";
   // A merge interrupted by SIGKILL left the previous corpus under corpus.old: resume from it.
   if (!fs::exists(corpus) && fs::exists(dir + "/corpus.old")) fs::rename(dir + "/corpus.old", corpus);
   for (const auto& d : {corpus, crashes, raw, findings, logs, converted_dir}) make_directories(d);
@@ -273,19 +281,25 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
   std::vector<pid_t> pids;
   for (int p = 0; p < procs; ++p) {
     const int forks = o.workers / procs + (p < o.workers % procs ? 1 : 0);
-    std::vector<std::string> argv = {bin, fmt::format("-fork={}", forks), "-ignore_crashes=1",
-                                     fmt::format("-max_total_time={}", static_cast<int64_t>(std::ceil(o.seconds))),
-                                     "-artifact_prefix=" + crashes + "/", "-print_final_stats=1"};
+    std::vector<std::string> argv = {
+        bin,
+        fmt::format("-fork={}", forks),
+        "-ignore_crashes=1",
+        fmt::format("-max_total_time={}", static_cast<int64_t>(std::ceil(o.seconds))),
+        "-artifact_prefix=" + crashes + "/",
+        "-print_final_stats=1"};
     argv.insert(argv.end(), option_flags.begin(), option_flags.end());
     argv.push_back(corpus);
     if (!seeds.empty()) argv.push_back(seeds);
-    std::vector<std::pair<std::string, std::string>> env = {{"MOEFUZZ_KERNEL", o.kernel}, {"MOEFUZZ_FINDINGS_DIR", raw}};
+    std::vector<std::pair<std::string, std::string>> env = {{"MOEFUZZ_KERNEL", o.kernel},
+                                                            {"MOEFUZZ_FINDINGS_DIR", raw}};
     if (gpus > 0) env.emplace_back("CUDA_VISIBLE_DEVICES", std::to_string(p));
     pids.push_back(spawn(argv, env, fmt::format("{}/fuzzer-{}.log", logs, p)));
   }
   s.processes = procs;
-  log << fmt::format("campaign: {} process(es) of {} (-fork={} in all, {}s), kernel {}, corpus {}{}\n", procs, bin, o.workers,
-                     o.seconds, o.kernel, corpus, option_flags.empty() ? "" : ", options " + options);
+  log << fmt::format("campaign: {} process(es) of {} (-fork={} in all, {}s), kernel {}, corpus {}{}\n", procs,
+                     bin, o.workers, o.seconds, o.kernel, corpus,
+                     option_flags.empty() ? "" : ", options " + options);
 
   // Poll: convert crash inputs into recipes and shrink new signatures while the fuzzers run.
   std::set<std::string> converted;
@@ -297,8 +311,10 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
       converted.insert(c.string());
       // The target decodes the input exactly as it did when fuzzing and saves the recipe into raw/.
       const std::string clog = logs + "/convert-" + c.filename().string() + ".log";
-      wait_bounded(spawn({bin, c.string()}, {{"MOEFUZZ_KERNEL", o.kernel}, {"MOEFUZZ_FINDINGS_DIR", raw}}, clog), 60);
-      if (read_text(clog).find("moefuzz-fuzz: finding saved to") == std::string::npos) s.unconverted.push_back(c.string());
+      wait_bounded(
+          spawn({bin, c.string()}, {{"MOEFUZZ_KERNEL", o.kernel}, {"MOEFUZZ_FINDINGS_DIR", raw}}, clog), 60);
+      if (read_text(clog).find("moefuzz-fuzz: finding saved to") == std::string::npos)
+        s.unconverted.push_back(c.string());
       write_file_atomically(marker, "");
     }
     const double now = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -313,8 +329,10 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
     for (pid_t& pid : pids) {
       if (pid <= 0) continue;
       int status = 0;
-      if (waitpid(pid, &status, WNOHANG) == pid) pid = -1;
-      else ++alive;
+      if (waitpid(pid, &status, WNOHANG) == pid)
+        pid = -1;
+      else
+        ++alive;
     }
     harvest();
     if (alive > 0) std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -325,7 +343,8 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
   }
   harvest();
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  for (int p = 0; p < procs; ++p) accumulate_libfuzzer_log(read_text(fmt::format("{}/fuzzer-{}.log", logs, p)), s);
+  for (int p = 0; p < procs; ++p)
+    accumulate_libfuzzer_log(read_text(fmt::format("{}/fuzzer-{}.log", logs, p)), s);
   // Throughput of the whole campaign (libFuzzer's own exec/s is an average of the last job's).
   if (s.execs > 0) s.execs_per_second = static_cast<double>(s.execs) / s.seconds;
 
@@ -338,8 +357,9 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
     return s;
   }
   make_directories(merged);
-  const int st = wait_bounded(spawn({bin, "-merge=1", merged, corpus}, {{"MOEFUZZ_KERNEL", o.kernel}}, logs + "/merge.log"),
-                              std::max(60.0, o.seconds));
+  const int st = wait_bounded(
+      spawn({bin, "-merge=1", merged, corpus}, {{"MOEFUZZ_KERNEL", o.kernel}}, logs + "/merge.log"),
+      std::max(60.0, o.seconds));
   if (st == 0 && !files_in(merged).empty()) {
     fs::remove_all(dir + "/corpus.old");
     fs::rename(corpus, dir + "/corpus.old");
@@ -361,25 +381,41 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
 }
 
 std::string format_fuzz_summary(const FuzzCampaignSummary& s) {
-  std::string out = fmt::format("moefuzz campaign: {} on kernel {}, {} process(es), {:.1f}s\n", s.target, s.kernel, s.processes, s.seconds);
-  out += fmt::format("  {} fork jobs, execs {} ({:.0f}/s), coverage {} edges, {} features, corpus {} inputs, crashes {}\n", s.jobs, s.execs,
-                     s.execs_per_second, s.coverage, s.features, s.corpus, s.crashes);
+  std::string out = fmt::format("moefuzz campaign: {} on kernel {}, {} process(es), {:.1f}s\n", s.target,
+                                s.kernel, s.processes, s.seconds);
+  out += fmt::format(
+      "  {} fork jobs, execs {} ({:.0f}/s), coverage {} edges, {} features, corpus {} inputs, crashes {}\n",
+      s.jobs, s.execs, s.execs_per_second, s.coverage, s.features, s.corpus, s.crashes);
   if (!s.semantic.empty()) out += "  semantic: " + s.semantic + "\n";
   if (s.findings.empty()) out += "  no new findings\n";
   for (const auto& f : s.findings)
-    out += fmt::format("  FINDING {} (found within {:.0f} s): {}\n    {}\n    REPRO: moefuzz replay {}\n", f.signature, f.found_within,
-                       f.path, f.after, f.path);
-  for (const auto& u : s.unconverted) out += fmt::format("  crash input without a recipe (a real crash?): {}\n", u);
+    out += fmt::format("  FINDING {} (found within {:.0f} s): {}\n    {}\n    REPRO: moefuzz replay {}\n",
+                       f.signature, f.found_within, f.path, f.after, f.path);
+  for (const auto& u : s.unconverted)
+    out += fmt::format("  crash input without a recipe (a real crash?): {}\n", u);
   return out;
 }
 
 nlohmann::json fuzz_summary_json(const FuzzCampaignSummary& s) {
-  nlohmann::json j = {{"target", s.target}, {"kernel", s.kernel}, {"seconds", s.seconds}, {"processes", s.processes},
-                      {"jobs", s.jobs}, {"execs", s.execs}, {"execs_per_second", s.execs_per_second}, {"coverage", s.coverage},
-                      {"features", s.features}, {"corpus", s.corpus}, {"crashes", s.crashes}, {"semantic", s.semantic}};
+  nlohmann::json j = {{"target", s.target},
+                      {"kernel", s.kernel},
+                      {"seconds", s.seconds},
+                      {"processes", s.processes},
+                      {"jobs", s.jobs},
+                      {"execs", s.execs},
+                      {"execs_per_second", s.execs_per_second},
+                      {"coverage", s.coverage},
+                      {"features", s.features},
+                      {"corpus", s.corpus},
+                      {"crashes", s.crashes},
+                      {"semantic", s.semantic}};
   j["findings"] = nlohmann::json::array();
-  for (const auto& f : s.findings) j["findings"].push_back({{"signature", f.signature}, {"path", f.path}, {"raw", f.raw}, {"after", f.after},
-                                  {"found_within_s", f.found_within}});
+  for (const auto& f : s.findings)
+    j["findings"].push_back({{"signature", f.signature},
+                             {"path", f.path},
+                             {"raw", f.raw},
+                             {"after", f.after},
+                             {"found_within_s", f.found_within}});
   j["unconverted"] = s.unconverted;
   return j;
 }

@@ -4,7 +4,8 @@
 // -max_total_time=S), one libFuzzer process per GPU (CUDA_VISIBLE_DEVICES) when GPUs exist, the
 // kernel passed through $MOEFUZZ_KERNEL. While it runs, findings are harvested as they appear:
 //   DIR/raw/       recipes the targets save themselves ($MOEFUZZ_FINDINGS_DIR, fuzz/finding.h)
-//   DIR/crashes/   libFuzzer's crash-* inputs (DIR/converted/ marks those done); each is replayed once through the target (which
+//   DIR/crashes/   libFuzzer's crash-* inputs (DIR/converted/ marks those done); each is replayed once
+//   through the target (which
 //                  decodes it and saves its recipe into raw/), so even a crash input becomes a recipe
 //   DIR/findings/  one shrunk regression per signature (properties/shrinker.h), written atomically
 //   DIR/corpus/    the corpus: resumed from on the next run, merged (-merge=1) at the end
@@ -26,35 +27,35 @@
 namespace moefuzz {
 
 struct FuzzCampaignOptions {
-  std::string target;            // "moe_layer" or "moe_layer_fuzzer"
-  double seconds = 60;           // -max_total_time
-  int workers = 1;               // -fork=N (split across GPUs when there are several)
-  std::string kernel = "cpu";    // $MOEFUZZ_KERNEL
-  std::string out_dir;           // DIR
+  std::string target;          // "moe_layer" or "moe_layer_fuzzer"
+  double seconds = 60;         // -max_total_time
+  int workers = 1;             // -fork=N (split across GPUs when there are several)
+  std::string kernel = "cpu";  // $MOEFUZZ_KERNEL
+  std::string out_dir;         // DIR
   std::string bin_dir = "build/fuzz/bin";
-  std::string seed_dir;          // extra read-only seed corpus ("" = corpora/<name>_fuzzer when it exists)
-  double shrink_seconds = 20;    // budget per new signature
-  int gpus = -1;                 // -1 = detect (nvidia-smi -L)
+  std::string seed_dir;        // extra read-only seed corpus ("" = corpora/<name>_fuzzer when it exists)
+  double shrink_seconds = 20;  // budget per new signature
+  int gpus = -1;               // -1 = detect (nvidia-smi -L)
 };
 
 struct FuzzFinding {
   std::string signature;
-  std::string path;              // DIR/findings/<signature>.moefuzz
-  std::string raw;               // the raw recipe it was shrunk from
-  std::string after;             // shape_summary of the shrunk recipe
-  double found_within = 0;       // campaign seconds when it was harvested (polled each second, so an
-                                 // upper bound on the time to find it; 0 outside a campaign)
+  std::string path;         // DIR/findings/<signature>.moefuzz
+  std::string raw;          // the raw recipe it was shrunk from
+  std::string after;        // shape_summary of the shrunk recipe
+  double found_within = 0;  // campaign seconds when it was harvested (polled each second, so an
+                            // upper bound on the time to find it; 0 outside a campaign)
 };
 
 struct FuzzCampaignSummary {
   std::string target, kernel;
   double seconds = 0;
   int processes = 0;
-  int64_t jobs = 0;              // fork-mode jobs run (libFuzzer's "#N: ... job: N")
-  int64_t execs = 0;             // executed inputs (final stats of the jobs, when libFuzzer prints them)
+  int64_t jobs = 0;   // fork-mode jobs run (libFuzzer's "#N: ... job: N")
+  int64_t execs = 0;  // executed inputs (final stats of the jobs, when libFuzzer prints them)
   double execs_per_second = 0;
   int64_t coverage = 0, features = 0, corpus = 0, crashes = 0;  // libFuzzer's last status line
-  std::string semantic;          // "reached N of M semantic buckets" when the target prints it
+  std::string semantic;  // "reached N of M semantic buckets" when the target prints it
   std::vector<FuzzFinding> findings;
   std::vector<std::string> unconverted;  // crash inputs that yielded no recipe (a real crash)
 };
@@ -66,7 +67,8 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& options, std::o
 // Harvest step alone (also used on resume): every recipe in raw_dir whose signature findings_dir
 // does not hold yet is shrunk on `kernel` and written to findings_dir. Returns the new findings.
 std::vector<FuzzFinding> harvest_findings(const std::string& raw_dir, const std::string& findings_dir,
-                                          const std::string& kernel, double shrink_seconds, std::ostream& log);
+                                          const std::string& kernel, double shrink_seconds,
+                                          std::ostream& log);
 
 // libFuzzer flags from a target's .options file (ClusterFuzz's format: `key = value` lines under a
 // [libfuzzer] section; # comments): {"-max_len=4096", "-dict=/abs/fuzz/x.dict", ...}, a relative

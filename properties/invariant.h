@@ -68,12 +68,12 @@ class CheckContext {
 };
 
 struct Invariant {
-  std::string code;          // "ORACLE", "SCALE1", ...
-  std::string description;   // one line, from BUGZOO.md's catalogue
+  std::string code;         // "ORACLE", "SCALE1", ...
+  std::string description;  // one line, from BUGZOO.md's catalogue
   // "" when the invariant applies to this kernel and recipe, else why not (shown as a skip).
   std::function<std::string(const Kernel&, const CaseRecipe&)> applies;
   std::function<Verdict(CheckContext&)> check;
-  bool expensive = false;    // runs only when asked for (e.g. OVF large tier, DRIFT)
+  bool expensive = false;  // runs only when asked for (e.g. OVF large tier, DRIFT)
 };
 
 const std::vector<Invariant>& invariant_registry();

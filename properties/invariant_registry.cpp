@@ -38,7 +38,8 @@ std::vector<const Invariant*> select_invariants(std::string_view list) {
   size_t start = 0;
   while (start <= list.size()) {
     const size_t comma = list.find(',', start);
-    const std::string_view code = list.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    const std::string_view code =
+        list.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
     if (!code.empty()) out.push_back(&invariant_by_code(code));
     if (comma == std::string_view::npos) break;
     start = comma + 1;

@@ -110,7 +110,8 @@ CaseRecipe focus_on(const std::string& code, uint64_t v, CaseRecipe r) {
   } else if (code == "TACTIC") {  // K of several 64-wide tiles in both GEMMs
     r.shape.hidden = 128;
     r.shape.inter = 64;
-  } else if (code == "DRIFT") {  // two slots per token: sums of two bf16 terms, often exact ties (SPEC.md §3.6)
+  } else if (code ==
+             "DRIFT") {  // two slots per token: sums of two bf16 terms, often exact ties (SPEC.md §3.6)
     r = CaseRecipe{.seed = r.seed, .profile = r.profile};
     r.shape = Shape{.tokens = 16, .hidden = 64, .inter = 32, .experts = 8, .top_k = 2};
     r.routing.routed_scaling_factor = 2.5;
@@ -153,10 +154,11 @@ KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
   const rc::Gen<CaseRecipe> gen = gen::recipe_for(o.shapes);
 
   for (const auto& entry : kernel_registry()) {
-    const bool is_mutant = entry.kind == KernelKind::kMutant ||
-                           (entry.kind == KernelKind::kComposition && !entry.make()->expected_killers().empty());
+    const bool is_mutant = entry.kind == KernelKind::kMutant || (entry.kind == KernelKind::kComposition &&
+                                                                 !entry.make()->expected_killers().empty());
     if (!is_mutant) continue;
-    if (!o.mutants.empty() && std::find(o.mutants.begin(), o.mutants.end(), entry.name) == o.mutants.end()) continue;
+    if (!o.mutants.empty() && std::find(o.mutants.begin(), o.mutants.end(), entry.name) == o.mutants.end())
+      continue;
     const auto kernel = entry.make();
     MutantRow row;
     row.mutant = entry.name;
@@ -165,12 +167,15 @@ KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
     // Expensive invariants (OVF's 2^31 probe, DRIFT's many layers) run once each, and only for
     // mutants that declare them, on the first supported case focused on them.
     for (const auto& inv : invariant_registry()) {
-      if (!inv.expensive || std::find(row.expected.begin(), row.expected.end(), inv.code) == row.expected.end()) continue;
+      if (!inv.expensive ||
+          std::find(row.expected.begin(), row.expected.end(), inv.code) == row.expected.end())
+        continue;
       if (inv.code == "OVF" && !o.ovf_probe) continue;
       for (uint64_t index = 0; index < 64; ++index) {
         CaseRecipe r = focus_on(inv.code, 0, gen::sample(gen, o.seed, index, 10));
         r.profile = kernel->profile();
-        if (!kernel->supports(r).empty() || !validate(r).empty() || !inv.applies(*kernel, r).empty()) continue;
+        if (!kernel->supports(r).empty() || !validate(r).empty() || !inv.applies(*kernel, r).empty())
+          continue;
         ++row.cases;
         const CaseReport rep = check_case(*kernel, materialize(r), CheckOptions{.invariants = {&inv}});
         for (const auto& v : rep.verdicts)
@@ -178,7 +183,8 @@ KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
         break;
       }
     }
-    for (uint64_t index = 0; row.cases < o.max_cases_per_mutant && since(start) < o.seconds_per_mutant; ++index) {
+    for (uint64_t index = 0; row.cases < o.max_cases_per_mutant && since(start) < o.seconds_per_mutant;
+         ++index) {
       if (all_declared_killed(row)) break;
       CaseRecipe r = campaign_case(gen, o.seed, index, row.expected);
       r.profile = kernel->profile();
@@ -221,14 +227,18 @@ KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
     const auto kernel = entry.make();
     if (kernel->is_mutant()) continue;
     int64_t failures = 0, run = 0;
-    for (uint64_t index = 0; run < o.correct_cases && index < static_cast<uint64_t>(o.correct_cases) * 20; ++index) {
-      CaseRecipe r = gen::sample(gen, o.seed ^ 0xC0FFEEu, index, static_cast<int>(std::min<uint64_t>(100, index)));
+    for (uint64_t index = 0; run < o.correct_cases && index < static_cast<uint64_t>(o.correct_cases) * 20;
+         ++index) {
+      CaseRecipe r =
+          gen::sample(gen, o.seed ^ 0xC0FFEEu, index, static_cast<int>(std::min<uint64_t>(100, index)));
       r.profile = kernel->profile();
       if (!kernel->supports(r).empty() || !validate(r).empty()) continue;
       ++run;
       const CaseReport rep = check_case(*kernel, materialize(r), CheckOptions{.invariants = cheap});
       if (rep.failed()) {
-        if (failures++ == 0) m.correct_first_failure[entry.name] = rep.first_failure().signature() + ": " + rep.first_failure().message;
+        if (failures++ == 0)
+          m.correct_first_failure[entry.name] =
+              rep.first_failure().signature() + ": " + rep.first_failure().message;
       }
     }
     m.correct_failures[entry.name] = failures;
@@ -247,7 +257,8 @@ std::string format_kill_matrix(const KillMatrix& m) {
     for (const auto& c : m.invariants) {
       auto it = row.kills.find(c);
       const bool declared = std::find(row.expected.begin(), row.expected.end(), c) != row.expected.end();
-      std::string cell = it != row.kills.end() && it->second.cases >= 0 ? std::to_string(it->second.cases) : (declared ? "MISS" : ".");
+      std::string cell = it != row.kills.end() && it->second.cases >= 0 ? std::to_string(it->second.cases)
+                                                                        : (declared ? "MISS" : ".");
       if (declared && cell != "MISS") cell += "*";
       out += fmt::format(" {:>7}", cell);
     }
@@ -260,8 +271,9 @@ std::string format_kill_matrix(const KillMatrix& m) {
   for (const auto& [k, n] : m.correct_failures)
     out += fmt::format("correct kernel {:<30} {} failing case(s){}\n", k, n,
                        n ? " -- " + m.correct_first_failure.at(k) : std::string());
-  out += m.toothless.empty() ? "every invariant kills at least one mutant\n"
-                             : fmt::format("TOOTHLESS invariants (kill no mutant): {}\n", fmt::join(m.toothless, ", "));
+  out += m.toothless.empty()
+             ? "every invariant kills at least one mutant\n"
+             : fmt::format("TOOTHLESS invariants (kill no mutant): {}\n", fmt::join(m.toothless, ", "));
   out += m.survivors.empty() ? "every mutant is killed by an invariant it declares\n"
                              : fmt::format("SURVIVING mutants: {}\n", fmt::join(m.survivors, ", "));
   out += m.green() ? "kill matrix: GREEN\n" : "kill matrix: RED\n";
@@ -272,9 +284,13 @@ nlohmann::json kill_matrix_json(const KillMatrix& m) {
   nlohmann::json j;
   j["invariants"] = m.invariants;
   for (const auto& row : m.rows) {
-    nlohmann::json r{{"mutant", row.mutant}, {"expected", row.expected}, {"cases", row.cases}, {"seconds", row.seconds},
+    nlohmann::json r{{"mutant", row.mutant},
+                     {"expected", row.expected},
+                     {"cases", row.cases},
+                     {"seconds", row.seconds},
                      {"killed_as_declared", row.killed_as_declared()}};
-    for (const auto& [code, cell] : row.kills) r["kills"][code] = {{"cases", cell.cases}, {"seconds", cell.seconds}};
+    for (const auto& [code, cell] : row.kills)
+      r["kills"][code] = {{"cases", cell.cases}, {"seconds", cell.seconds}};
     for (const auto& [name, caught] : row.baselines) r["baselines"][name] = caught;
     j["mutants"].push_back(r);
   }

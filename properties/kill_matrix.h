@@ -20,18 +20,18 @@
 namespace moefuzz {
 
 struct KillCell {
-  int64_t cases = -1;     // cases run until the first kill (-1: not killed)
+  int64_t cases = -1;  // cases run until the first kill (-1: not killed)
   double seconds = 0;
 };
 
 struct MutantRow {
   std::string mutant;
-  std::vector<std::string> expected;         // invariants the mutant declares
-  std::map<std::string, KillCell> kills;     // by invariant code
+  std::vector<std::string> expected;      // invariants the mutant declares
+  std::map<std::string, KillCell> kills;  // by invariant code
   int64_t cases = 0;
   double seconds = 0;
-  bool killed_as_declared() const;           // some declared invariant killed it
-  std::map<std::string, bool> baselines;     // upstream-style checkers: caught?
+  bool killed_as_declared() const;        // some declared invariant killed it
+  std::map<std::string, bool> baselines;  // upstream-style checkers: caught?
 };
 
 struct KillMatrixOptions {
@@ -39,19 +39,19 @@ struct KillMatrixOptions {
   int64_t max_cases_per_mutant = 400;
   double seconds_per_mutant = 20;
   std::string shapes = "small";
-  std::vector<std::string> mutants;          // empty = every mutant in the registry
-  int64_t correct_cases = 60;                // false-positive sweep per correct built-in kernel
-  bool baselines = false;                    // also apply the upstream-style checkers
-  bool ovf_probe = true;                     // OVF's 2^31 probe (~3.5 GB case, ~35 s) for mutants declaring OVF
+  std::vector<std::string> mutants;  // empty = every mutant in the registry
+  int64_t correct_cases = 60;        // false-positive sweep per correct built-in kernel
+  bool baselines = false;            // also apply the upstream-style checkers
+  bool ovf_probe = true;             // OVF's 2^31 probe (~3.5 GB case, ~35 s) for mutants declaring OVF
 };
 
 struct KillMatrix {
-  std::vector<std::string> invariants;       // column order
+  std::vector<std::string> invariants;  // column order
   std::vector<MutantRow> rows;
-  std::map<std::string, int64_t> correct_failures;   // correct kernel -> failing cases (must be 0)
+  std::map<std::string, int64_t> correct_failures;  // correct kernel -> failing cases (must be 0)
   std::map<std::string, std::string> correct_first_failure;
-  std::vector<std::string> toothless;        // invariants that killed no mutant
-  std::vector<std::string> survivors;        // mutants not killed by any declared invariant
+  std::vector<std::string> toothless;  // invariants that killed no mutant
+  std::vector<std::string> survivors;  // mutants not killed by any declared invariant
   bool green() const { return toothless.empty() && survivors.empty() && all_failures_zero(); }
   bool all_failures_zero() const;
 };

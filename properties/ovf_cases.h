@@ -12,10 +12,10 @@
 namespace moefuzz {
 
 struct OvfProbe {
-  std::string name;      // "expert x (2I x H/2) bytes crosses 2^31 at expert 256"
-  std::string stage;     // the stage whose index product is probed
+  std::string name;   // "expert x (2I x H/2) bytes crosses 2^31 at expert 256"
+  std::string stage;  // the stage whose index product is probed
   CaseRecipe recipe;
-  int64_t max_bytes = 0; // the case's own size cap (it is large by design)
+  int64_t max_bytes = 0;  // the case's own size cap (it is large by design)
 };
 
 // Probes of the expert-stride products (w13, w2, and all three weights in one arena), with the token

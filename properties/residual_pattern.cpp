@@ -50,25 +50,34 @@ ResidualSummary summarize_residual(const std::vector<double>& got, const std::ve
     bool row_bad = false;
     for (int64_t c = 0; c < cols; ++c) {
       const size_t i = static_cast<size_t>(r * cols + c);
-      if (!std::isfinite(got[i]) && std::isfinite(expected[i]) && s.first_nan < 0) s.first_nan = static_cast<int64_t>(i);
+      if (!std::isfinite(got[i]) && std::isfinite(expected[i]) && s.first_nan < 0)
+        s.first_nan = static_cast<int64_t>(i);
       const bool over = !(std::fabs(got[i] - expected[i]) <= bound[i]);
-      if (over) { row_bad = true; col_bad[static_cast<size_t>(c)] = 1; }
+      if (over) {
+        row_bad = true;
+        col_bad[static_cast<size_t>(c)] = 1;
+      }
     }
     if (row_bad) bad_rows.push_back(r);
   }
-  for (int64_t c = 0; c < cols; ++c) if (col_bad[static_cast<size_t>(c)]) bad_cols.push_back(c);
+  for (int64_t c = 0; c < cols; ++c)
+    if (col_bad[static_cast<size_t>(c)]) bad_cols.push_back(c);
   s.failing_rows = static_cast<int64_t>(bad_rows.size());
   s.failing_cols = static_cast<int64_t>(bad_cols.size());
   s.where = fmt::format("rows {}; cols {}", index_list(bad_rows, rows), index_list(bad_cols, cols));
   if (bad_rows.empty()) return s;
 
   if (s.first_nan >= 0) {
-    s.pattern = fmt::format("first non-finite value at row {}, col {}", s.first_nan / cols, s.first_nan % cols);
+    s.pattern =
+        fmt::format("first non-finite value at row {}, col {}", s.first_nan / cols, s.first_nan % cols);
     return s;
   }
   bool all_zero = true;
   for (double g : got) all_zero = all_zero && g == 0.0;
-  if (all_zero) { s.pattern = "output is all zeros"; return s; }
+  if (all_zero) {
+    s.pattern = "output is all zeros";
+    return s;
+  }
 
   const double ratio = ls_ratio(got, expected);
   if (std::isfinite(ratio)) {
@@ -80,7 +89,11 @@ ResidualSummary summarize_residual(const std::vector<double>& got, const std::ve
       s.pattern = fmt::format("ratio got/expected = {:.4f} = 1/rsf: routed scale never applied", ratio);
       return s;
     }
-    if (near(ratio, -1.0) && rel_residual(got, [&] { auto m = expected; for (auto& x : m) x = -x; return m; }()) < 0.05) {
+    if (near(ratio, -1.0) && rel_residual(got, [&] {
+                               auto m = expected;
+                               for (auto& x : m) x = -x;
+                               return m;
+                             }()) < 0.05) {
       s.pattern = "sign flip: got = -expected";
       return s;
     }
@@ -92,14 +105,18 @@ ResidualSummary summarize_residual(const std::vector<double>& got, const std::ve
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t src = r + d;
         if (src < 0 || src >= rows) continue;
-        for (int64_t c = 0; c < cols; ++c) shifted[static_cast<size_t>(r * cols + c)] = expected[static_cast<size_t>(src * cols + c)];
+        for (int64_t c = 0; c < cols; ++c)
+          shifted[static_cast<size_t>(r * cols + c)] = expected[static_cast<size_t>(src * cols + c)];
       }
       int64_t matches = 0;
       for (int64_t r : bad_rows) {
         double e_own = 0, e_nb = 0;
         for (int64_t c = 0; c < cols; ++c) {
           const size_t i = static_cast<size_t>(r * cols + c);
-          if (!std::isfinite(shifted[i])) { e_nb = INFINITY; break; }
+          if (!std::isfinite(shifted[i])) {
+            e_nb = INFINITY;
+            break;
+          }
           e_own += std::fabs(got[i] - expected[i]);
           e_nb += std::fabs(got[i] - shifted[i]);
         }

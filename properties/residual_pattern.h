@@ -12,11 +12,11 @@
 namespace moefuzz {
 
 struct ResidualSummary {
-  std::string pattern;            // the named pattern, "" if none matched
-  int64_t failing_rows = 0;       // rows (tokens) with at least one element over its bound
-  int64_t failing_cols = 0;       // columns with at least one element over its bound
-  int64_t first_nan = -1;         // flat index of the first NaN/Inf in got (where expected is finite)
-  std::string where;              // "rows 0,3,5 of 8; cols: all" style summary
+  std::string pattern;       // the named pattern, "" if none matched
+  int64_t failing_rows = 0;  // rows (tokens) with at least one element over its bound
+  int64_t failing_cols = 0;  // columns with at least one element over its bound
+  int64_t first_nan = -1;    // flat index of the first NaN/Inf in got (where expected is finite)
+  std::string where;         // "rows 0,3,5 of 8; cols: all" style summary
 };
 
 // `got`, `expected`, `bound`: [rows, cols] row-major. `rsf` is the routed scaling factor (1 = none).

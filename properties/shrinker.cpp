@@ -45,7 +45,9 @@ std::vector<double> simpler_reals(double x, double default_value) {
     const bool seen = std::any_of(out.begin(), out.end(), [&](double o) { return o == v; });
     if (!seen && real_rank(v, default_value) < rx) out.push_back(v);
   }
-  std::stable_sort(out.begin(), out.end(), [&](double a, double b) { return real_rank(a, default_value) < real_rank(b, default_value); });
+  std::stable_sort(out.begin(), out.end(), [&](double a, double b) {
+    return real_rank(a, default_value) < real_rank(b, default_value);
+  });
   return out;
 }
 
@@ -87,7 +89,8 @@ std::string one_line(std::string s, size_t max_chars = 300) {
 
 class Shrinker {
  public:
-  Shrinker(const Kernel& k, const ShrinkOptions& o, ShrinkResult& res) : k_(k), o_(o), res_(res), start_(Clock::now()) {}
+  Shrinker(const Kernel& k, const ShrinkOptions& o, ShrinkResult& res)
+      : k_(k), o_(o), res_(res), start_(Clock::now()) {}
 
   double elapsed() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
   bool out_of_time() const { return o_.seconds > 0 && elapsed() >= o_.seconds; }
@@ -115,7 +118,9 @@ class Shrinker {
       return false;  // a candidate the materializer rejects is simply not a reproduction
     }
     ++res_.candidates;
-    CheckOptions co{.invariants = sig_.empty() ? select_invariants("all") : invs_, .run = o_.run, .stop_at_first_failure = true};
+    CheckOptions co{.invariants = sig_.empty() ? select_invariants("all") : invs_,
+                    .run = o_.run,
+                    .stop_at_first_failure = true};
     const CaseReport rep = check_case(k_, *materialized, co);
     for (const Verdict& v : rep.verdicts) {
       if (!v.failed()) continue;
@@ -164,10 +169,15 @@ class Shrinker {
   bool pass_sizes() {
     const Shape s = res_.shrunk.shape;
     bool p = false;
-    p |= shrink_int(s.experts, 1, "experts", [](CaseRecipe& c, int64_t v) { c.shape.experts = v; fit_groups(c); });
+    p |= shrink_int(s.experts, 1, "experts", [](CaseRecipe& c, int64_t v) {
+      c.shape.experts = v;
+      fit_groups(c);
+    });
     p |= shrink_int(s.tokens, 1, "tokens", [](CaseRecipe& c, int64_t v) { c.shape.tokens = v; });
-    p |= shrink_int(res_.shrunk.shape.inter / 16, 1, "inter", [](CaseRecipe& c, int64_t v) { c.shape.inter = 16 * v; });
-    p |= shrink_int(res_.shrunk.shape.hidden / 16, 1, "hidden", [](CaseRecipe& c, int64_t v) { c.shape.hidden = 16 * v; });
+    p |= shrink_int(res_.shrunk.shape.inter / 16, 1, "inter",
+                    [](CaseRecipe& c, int64_t v) { c.shape.inter = 16 * v; });
+    p |= shrink_int(res_.shrunk.shape.hidden / 16, 1, "hidden",
+                    [](CaseRecipe& c, int64_t v) { c.shape.hidden = 16 * v; });
     p |= shrink_int(res_.shrunk.shape.top_k, 1, "top_k", [](CaseRecipe& c, int64_t v) { c.shape.top_k = v; });
     return p;
   }
@@ -181,9 +191,15 @@ class Shrinker {
       CaseRecipe c = res_.shrunk;
       c.shape.n_group = g;
       fit_groups(c);
-      if (try_accept(std::move(c), "n_group")) { p = true; break; }
+      if (try_accept(std::move(c), "n_group")) {
+        p = true;
+        break;
+      }
     }
-    p |= shrink_int(r.shape.topk_group, 1, "topk_group", [](CaseRecipe& c, int64_t v) { c.shape.topk_group = v; fit_groups(c); });
+    p |= shrink_int(r.shape.topk_group, 1, "topk_group", [](CaseRecipe& c, int64_t v) {
+      c.shape.topk_group = v;
+      fit_groups(c);
+    });
     p |= shrink_int(res_.shrunk.shape.shared_experts, 0, "shared_experts", [](CaseRecipe& c, int64_t v) {
       c.shape.shared_experts = v;
       if (v == 0) c.routing.shared_fusion = SharedFusion::kSeparate;
@@ -220,8 +236,10 @@ class Shrinker {
   bool pass_values() {
     const CaseRecipe d;
     bool p = false;
-    p |= shrink_real(d.routing.routed_scaling_factor, "routed_scaling_factor", [](CaseRecipe& c) -> double& { return c.routing.routed_scaling_factor; });
-    p |= shrink_real(d.quant.gate_up_scale_ratio, "gate_up_scale_ratio", [](CaseRecipe& c) -> double& { return c.quant.gate_up_scale_ratio; });
+    p |= shrink_real(d.routing.routed_scaling_factor, "routed_scaling_factor",
+                     [](CaseRecipe& c) -> double& { return c.routing.routed_scaling_factor; });
+    p |= shrink_real(d.quant.gate_up_scale_ratio, "gate_up_scale_ratio",
+                     [](CaseRecipe& c) -> double& { return c.quant.gate_up_scale_ratio; });
     p |= shrink_real(d.swiglu.limit, "swiglu.limit", [](CaseRecipe& c) -> double& { return c.swiglu.limit; });
     p |= shrink_real(d.swiglu.alpha, "swiglu.alpha", [](CaseRecipe& c) -> double& { return c.swiglu.alpha; });
     p |= shrink_real(d.swiglu.beta, "swiglu.beta", [](CaseRecipe& c) -> double& { return c.swiglu.beta; });
@@ -243,21 +261,36 @@ class Shrinker {
       field(c) = field(d);
       p |= try_accept(std::move(c), what);
     };
-    to_default([](CaseRecipe& c) -> auto& { return c.values.logits; }, "values.logits");
-    to_default([](CaseRecipe& c) -> auto& { return c.values.bias; }, "values.bias");
-    to_default([](CaseRecipe& c) -> auto& { return c.values.table; }, "values.table");
-    to_default([](CaseRecipe& c) -> auto& { return c.values.weights; }, "values.weights");
-    to_default([](CaseRecipe& c) -> auto& { return c.values.hidden; }, "values.hidden");
-    to_default([](CaseRecipe& c) -> auto& { return c.values.act_scale; }, "values.act_scale");
-    to_default([](CaseRecipe& c) -> auto& { return c.values.load; }, "values.load");
-    to_default([](CaseRecipe& c) -> auto& { return c.routing.shared_fusion; }, "shared_fusion");
-    to_default([](CaseRecipe& c) -> auto& { return c.routing.scale_placement; }, "scale_placement");
-    to_default([](CaseRecipe& c) -> auto& { return c.routing.renormalize; }, "renormalize");
-    to_default([](CaseRecipe& c) -> auto& { return c.routing.correction_bias; }, "correction_bias");
-    to_default([](CaseRecipe& c) -> auto& { return c.routing.hash_score; }, "hash_score");
-    to_default([](CaseRecipe& c) -> auto& { return c.routing.vocab; }, "vocab");
-    to_default([](CaseRecipe& c) -> auto& { return c.quant.act_scales; }, "act_scales");
-    to_default([](CaseRecipe& c) -> auto& { return c.quant.activations; }, "activations");
+    to_default(
+        [](CaseRecipe & c) -> auto& { return c.values.logits; }, "values.logits");
+    to_default(
+        [](CaseRecipe & c) -> auto& { return c.values.bias; }, "values.bias");
+    to_default(
+        [](CaseRecipe & c) -> auto& { return c.values.table; }, "values.table");
+    to_default(
+        [](CaseRecipe & c) -> auto& { return c.values.weights; }, "values.weights");
+    to_default(
+        [](CaseRecipe & c) -> auto& { return c.values.hidden; }, "values.hidden");
+    to_default(
+        [](CaseRecipe & c) -> auto& { return c.values.act_scale; }, "values.act_scale");
+    to_default(
+        [](CaseRecipe & c) -> auto& { return c.values.load; }, "values.load");
+    to_default(
+        [](CaseRecipe & c) -> auto& { return c.routing.shared_fusion; }, "shared_fusion");
+    to_default(
+        [](CaseRecipe & c) -> auto& { return c.routing.scale_placement; }, "scale_placement");
+    to_default(
+        [](CaseRecipe & c) -> auto& { return c.routing.renormalize; }, "renormalize");
+    to_default(
+        [](CaseRecipe & c) -> auto& { return c.routing.correction_bias; }, "correction_bias");
+    to_default(
+        [](CaseRecipe & c) -> auto& { return c.routing.hash_score; }, "hash_score");
+    to_default(
+        [](CaseRecipe & c) -> auto& { return c.routing.vocab; }, "vocab");
+    to_default(
+        [](CaseRecipe & c) -> auto& { return c.quant.act_scales; }, "act_scales");
+    to_default(
+        [](CaseRecipe & c) -> auto& { return c.quant.activations; }, "activations");
     return p;
   }
 
@@ -331,12 +364,16 @@ CaseRecipe fit_edits(CaseRecipe r) {
     if (!t || t->shape.size() != e.index.size()) continue;
     bool empty = false;
     for (size_t d = 0; d < t->shape.size(); ++d) {
-      if (t->shape[d] <= 0) empty = true;
-      else e.index[d] = std::clamp<int64_t>(e.index[d], 0, t->shape[d] - 1);
+      if (t->shape[d] <= 0)
+        empty = true;
+      else
+        e.index[d] = std::clamp<int64_t>(e.index[d], 0, t->shape[d] - 1);
     }
     if (empty) continue;
-    if (t->kind == EditValueKind::kExpertId) e.value = std::clamp(e.value, 0.0, static_cast<double>(r.shape.experts - 1));
-    if (t->kind == EditValueKind::kTokenId) e.value = std::clamp(e.value, 0.0, static_cast<double>(r.hash_vocab() - 1));
+    if (t->kind == EditValueKind::kExpertId)
+      e.value = std::clamp(e.value, 0.0, static_cast<double>(r.shape.experts - 1));
+    if (t->kind == EditValueKind::kTokenId)
+      e.value = std::clamp(e.value, 0.0, static_cast<double>(r.hash_vocab() - 1));
     kept.push_back(std::move(e));
   }
   r.edits = std::move(kept);
@@ -345,13 +382,15 @@ CaseRecipe fit_edits(CaseRecipe r) {
 
 std::string shape_summary(const CaseRecipe& r) {
   const Shape& s = r.shape;
-  return fmt::format("tokens {}, experts {}{}, top_k {}, n_group {}, topk_group {}, hidden {}, inter {}, edits {}", s.tokens,
-                     s.experts, s.shared_experts ? fmt::format(" (+{} shared)", s.shared_experts) : "", s.top_k, s.n_group,
-                     s.topk_group, s.hidden, s.inter, r.edits.size());
+  return fmt::format(
+      "tokens {}, experts {}{}, top_k {}, n_group {}, topk_group {}, hidden {}, inter {}, edits {}", s.tokens,
+      s.experts, s.shared_experts ? fmt::format(" (+{} shared)", s.shared_experts) : "", s.top_k, s.n_group,
+      s.topk_group, s.hidden, s.inter, r.edits.size());
 }
 
 ShrinkResult shrink_recipe(const Kernel& kernel, const CaseRecipe& input, const ShrinkOptions& options) {
-  if (const std::string why = validate(input); !why.empty()) throw InputError("shrink: invalid recipe: " + why);
+  if (const std::string why = validate(input); !why.empty())
+    throw InputError("shrink: invalid recipe: " + why);
   if (const std::string why = kernel.supports(input); !why.empty())
     throw InputError(fmt::format("shrink: kernel {} does not support this recipe: {}", kernel.name(), why));
   ShrinkResult res;
@@ -361,7 +400,8 @@ ShrinkResult shrink_recipe(const Kernel& kernel, const CaseRecipe& input, const 
   if (!options.expected_signature.empty()) {
     const auto slash = options.expected_signature.find('/');
     if (slash == std::string::npos || slash == 0 || slash + 1 == options.expected_signature.size())
-      throw InputError(fmt::format("shrink: signature '{}' is not INVARIANT/STAGE", options.expected_signature));
+      throw InputError(
+          fmt::format("shrink: signature '{}' is not INVARIANT/STAGE", options.expected_signature));
     s.set_signature(options.expected_signature);  // throws InputError for an unknown invariant
   }
   // The start: the input itself, or its proxy when the input is too large to check.
@@ -369,7 +409,8 @@ ShrinkResult shrink_recipe(const Kernel& kernel, const CaseRecipe& input, const 
   res.input_checked = estimate_case_bytes(input) <= options.max_check_bytes;
   if (!res.input_checked) {
     start = s.proxy_of(input);
-    if (options.log) options.log("input too large to check; starting from its proxy: " + shape_summary(start));
+    if (options.log)
+      options.log("input too large to check; starting from its proxy: " + shape_summary(start));
   }
   Verdict v;
   // Some invariants need the full cheap registry to find the first failure when none is expected.
@@ -388,13 +429,15 @@ ShrinkResult shrink_recipe(const Kernel& kernel, const CaseRecipe& input, const 
   return res;
 }
 
-std::string format_regression(const ShrinkResult& s, const std::string& kernel_name, const std::string& out_path) {
-  std::string header = fmt::format("# kernel: {}\n# kills: {}\n# message: {}\n", kernel_name, s.signature, one_line(s.verdict.message));
+std::string format_regression(const ShrinkResult& s, const std::string& kernel_name,
+                              const std::string& out_path) {
+  std::string header = fmt::format("# kernel: {}\n# kills: {}\n# message: {}\n", kernel_name, s.signature,
+                                   one_line(s.verdict.message));
   header += fmt::format("# before: {}{}\n", shape_summary(s.original),
                         s.input_checked ? "" : " (too large to check: shrunk from its structural proxy)");
   header += fmt::format("# after: {}\n", shape_summary(s.shrunk));
-  header += fmt::format("# shrunk in {:.2f}s: {} candidates checked, {} accepted, {}\n", s.seconds, s.candidates, s.accepted,
-                        s.fixpoint ? "fixpoint" : "time budget reached");
+  header += fmt::format("# shrunk in {:.2f}s: {} candidates checked, {} accepted, {}\n", s.seconds,
+                        s.candidates, s.accepted, s.fixpoint ? "fixpoint" : "time budget reached");
   header += fmt::format("# REPRO: moefuzz replay {} --kernel {}\n", out_path, kernel_name);
   std::string text = to_text(s.shrunk);
   const size_t eol = text.find('\n');

@@ -26,7 +26,8 @@
 //   auto k = moefuzz::make_kernel("mutant/z1-rsf-twice");
 //   moefuzz::ShrinkResult s = moefuzz::shrink_recipe(*k, recipe, {.seconds = 30});
 //   if (s.input_failed)
-//     moefuzz::write_file_atomically("min.moefuzz", moefuzz::format_regression(s, "mutant/z1-rsf-twice", "min.moefuzz"));
+//     moefuzz::write_file_atomically("min.moefuzz", moefuzz::format_regression(s, "mutant/z1-rsf-twice",
+//     "min.moefuzz"));
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -45,11 +46,11 @@ namespace moefuzz {
 inline constexpr int64_t kDefaultShrinkCheckBytes = int64_t{64} << 20;
 
 struct ShrinkOptions {
-  double seconds = 30;                  // time budget; the best case so far is returned when it ends (0 = none)
-  bool all_invariants = false;          // check the whole cheap registry instead of the signature's invariant
-  std::string expected_signature;       // "" = the input's first failing verdict
+  double seconds = 30;             // time budget; the best case so far is returned when it ends (0 = none)
+  bool all_invariants = false;     // check the whole cheap registry instead of the signature's invariant
+  std::string expected_signature;  // "" = the input's first failing verdict
   int64_t max_check_bytes = kDefaultShrinkCheckBytes;
-  int seed_retries = 3;                 // other seeds tried for a stuck size candidate
+  int seed_retries = 3;  // other seeds tried for a stuck size candidate
   RunOptions run;
   std::function<void(const std::string&)> log;  // progress lines (accepted steps); may be empty
 };
@@ -59,12 +60,12 @@ struct ShrinkResult {
   bool input_checked = false;  // the input itself was checked (false: only its proxy, see header)
   std::string signature;       // invariant/stage preserved
   CaseRecipe original;
-  CaseRecipe shrunk;           // == original when !input_failed
-  Verdict verdict;             // the failing verdict on `shrunk`
-  int64_t candidates = 0;      // candidates checked (materialized and run)
+  CaseRecipe shrunk;       // == original when !input_failed
+  Verdict verdict;         // the failing verdict on `shrunk`
+  int64_t candidates = 0;  // candidates checked (materialized and run)
   int64_t accepted = 0;
   double seconds = 0;
-  bool fixpoint = false;       // no pass could shrink further (false: the time budget ran out)
+  bool fixpoint = false;  // no pass could shrink further (false: the time budget ran out)
 };
 
 // Never throws for kernel misbehaviour (check_case turns it into verdicts); throws InputError when
@@ -82,7 +83,8 @@ std::string shape_summary(const CaseRecipe& r);
 // The regression file: `MOEFUZZ v1`, then `# kernel: K`, `# kills: SIG`, free comments (the verdict
 // message, before / after shapes, candidates and time), `# REPRO: moefuzz replay OUT --kernel K`,
 // then the recipe.
-std::string format_regression(const ShrinkResult& s, const std::string& kernel_name, const std::string& out_path);
+std::string format_regression(const ShrinkResult& s, const std::string& kernel_name,
+                              const std::string& out_path);
 
 // The `# kills: INVARIANT/STAGE` header value of a regression file, or "" when absent.
 std::string kills_named_in(const std::string& recipe_text);

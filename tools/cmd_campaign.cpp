@@ -14,18 +14,27 @@
 namespace moefuzz::cli {
 
 void add_campaign_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("campaign", "libFuzzer fork-mode campaign; findings converted to recipes, deduplicated and shrunk");
+  auto* cmd = app.add_subcommand(
+      "campaign", "libFuzzer fork-mode campaign; findings converted to recipes, deduplicated and shrunk");
   static FuzzCampaignOptions o;
   static std::string json;
   cmd->add_option("--target", o.target, "Fuzz target: moe_layer, routing, nvfp4, recipe_parser")->required();
-  cmd->add_option("--time", o.seconds, "Seconds (libFuzzer -max_total_time)")->required()->check(CLI::PositiveNumber);
-  cmd->add_option("--workers", o.workers, "libFuzzer -fork=N jobs (split over GPUs when present)")->capture_default_str()->check(CLI::Range(1, 1024));
-  cmd->add_option("--kernel", o.kernel, "Kernel under test (passed as MOEFUZZ_KERNEL)")->capture_default_str();
-  cmd->add_option("--out", o.out_dir, "Campaign folder: corpus/, crashes/, raw/, findings/, logs/, summary.json (resumable)")
+  cmd->add_option("--time", o.seconds, "Seconds (libFuzzer -max_total_time)")
+      ->required()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--workers", o.workers, "libFuzzer -fork=N jobs (split over GPUs when present)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--kernel", o.kernel, "Kernel under test (passed as MOEFUZZ_KERNEL)")
+      ->capture_default_str();
+  cmd->add_option("--out", o.out_dir,
+                  "Campaign folder: corpus/, crashes/, raw/, findings/, logs/, summary.json (resumable)")
       ->capture_default_str();
   cmd->add_option("--bin-dir", o.bin_dir, "Where the fuzz targets are")->capture_default_str();
   cmd->add_option("--seeds", o.seed_dir, "Extra seed corpus (default corpora/<target>_fuzzer)");
-  cmd->add_option("--shrink-time", o.shrink_seconds, "Shrink budget per new signature, seconds")->capture_default_str()->check(CLI::NonNegativeNumber);
+  cmd->add_option("--shrink-time", o.shrink_seconds, "Shrink budget per new signature, seconds")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--json", json, "Also write the summary as JSON here");
   cmd->callback([&exit_code] {
     if (o.out_dir.empty()) o.out_dir = "moefuzz-campaign/" + o.target;

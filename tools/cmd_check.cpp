@@ -32,7 +32,8 @@ struct CheckArgs {
 };
 
 uint64_t time_seed() {
-  return static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^ (static_cast<uint64_t>(::getpid()) << 32);
+  return static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^
+         (static_cast<uint64_t>(::getpid()) << 32);
 }
 
 std::string default_out_dir(const std::string& kernel, uint64_t seed) {
@@ -50,8 +51,11 @@ void add_check_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--time", a.seconds, "Seconds to run")->check(CLI::PositiveNumber);
   cmd->add_option("--seed", a.seed, "Root seed (default: from the clock, printed)");
   cmd->add_option("--shapes", a.shapes, "small | medium | large | model:NAME")->capture_default_str();
-  cmd->add_option("--invariants", a.invariants, "Comma-separated invariant codes, or all")->capture_default_str();
-  cmd->add_option("--tier", a.tier, "standard | large (adds OVF and DRIFT)")->check(CLI::IsMember({"standard", "large"}))->capture_default_str();
+  cmd->add_option("--invariants", a.invariants, "Comma-separated invariant codes, or all")
+      ->capture_default_str();
+  cmd->add_option("--tier", a.tier, "standard | large (adds OVF and DRIFT)")
+      ->check(CLI::IsMember({"standard", "large"}))
+      ->capture_default_str();
   cmd->add_option("--tactic", a.tactic, "Kernel tactic for the baseline run")->check(CLI::NonNegativeNumber);
   cmd->add_option("--out", a.out, "Directory for findings (default: $TMPDIR/moefuzz/<kernel>-seed<S>)");
   cmd->add_option("--json", a.json, "Write the summary as JSON here");
@@ -79,8 +83,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
                              a.profile.empty() ? kernel->profile() : a.profile, a.seed, a.shapes);
     const CampaignSummary s = run_campaign(*kernel, o, std::cerr);
     if (s.cases == 0)  // nothing checked is not a pass (e.g. the cuda kernel on a machine without a GPU)
-      throw InputError(fmt::format("no case was checked: kernel {} supports none of the {} drawn recipes (last reason: {})",
-                                   a.kernel, s.unsupported, s.last_unsupported.empty() ? "time ran out" : s.last_unsupported));
+      throw InputError(fmt::format(
+          "no case was checked: kernel {} supports none of the {} drawn recipes (last reason: {})", a.kernel,
+          s.unsupported, s.last_unsupported.empty() ? "time ran out" : s.last_unsupported));
     std::cout << format_summary_table(s);
     if (!s.findings.empty()) std::cout << "findings written to " << o.out_dir << "\n";
     if (!a.json.empty()) write_file_atomically(a.json, summary_json(s).dump(2) + "\n");

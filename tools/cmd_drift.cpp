@@ -19,10 +19,17 @@ void add_drift_command(CLI::App& app, int& exit_code) {
   static std::string mode = "layers", recipe_path, out = "drift-out";
   static int layers = 64;
   static int64_t tokens = 32768;
-  cmd->add_option("--kernel", kernels, "Kernels to compare (repeat the flag: e.g. cpu and a mutant)")->capture_default_str();
-  cmd->add_option("--mode", mode, "layers | sequence")->check(CLI::IsMember({"layers", "sequence"}))->capture_default_str();
-  cmd->add_option("--layers", layers, "Layers (mode layers)")->check(CLI::Range(1, 4096))->capture_default_str();
-  cmd->add_option("--tokens", tokens, "Tokens (mode sequence)")->check(CLI::Range(int64_t{1}, int64_t{1} << 22))->capture_default_str();
+  cmd->add_option("--kernel", kernels, "Kernels to compare (repeat the flag: e.g. cpu and a mutant)")
+      ->capture_default_str();
+  cmd->add_option("--mode", mode, "layers | sequence")
+      ->check(CLI::IsMember({"layers", "sequence"}))
+      ->capture_default_str();
+  cmd->add_option("--layers", layers, "Layers (mode layers)")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--tokens", tokens, "Tokens (mode sequence)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 22))
+      ->capture_default_str();
   cmd->add_option("--recipe", recipe_path, "Base recipe (default: a small softmax case)");
   cmd->add_option("--out", out, "Directory for drift.csv and drift.svg")->capture_default_str();
   cmd->callback([&exit_code] {
@@ -30,7 +37,8 @@ void add_drift_command(CLI::App& app, int& exit_code) {
     if (!recipe_path.empty()) {
       base = parse_recipe_file(recipe_path, global_options().max_case_bytes);
     } else {
-      base.shape = Shape{.tokens = mode == "layers" ? 8 : 1, .hidden = 64, .inter = 32, .experts = 8, .top_k = 2};
+      base.shape =
+          Shape{.tokens = mode == "layers" ? 8 : 1, .hidden = 64, .inter = 32, .experts = 8, .top_k = 2};
       base.routing.routed_scaling_factor = 2.5;
     }
     make_directories(out);
@@ -43,9 +51,11 @@ void add_drift_command(CLI::App& app, int& exit_code) {
       DriftReport rep = mode == "layers" ? run_layer_drift(*k, r, layers) : run_sequence_drift(*k, r, tokens);
       rep.kernel = name;
       const DriftPoint& last = rep.points.back();
-      std::cout << fmt::format("{:<32} {}: final |D|/rw-scale {:.3g} (limit {}), z signed {:+.2f}, z shrink {:+.2f}, max single-call ratio {:.3g}\n",
-                               name, rep.verdict.failed() ? "FAIL" : "ok  ", last.max_normalized, kDriftKappa, last.z_signed,
-                               last.z_shrink, last.max_single_ratio);
+      std::cout << fmt::format(
+          "{:<32} {}: final |D|/rw-scale {:.3g} (limit {}), z signed {:+.2f}, z shrink {:+.2f}, max "
+          "single-call ratio {:.3g}\n",
+          name, rep.verdict.failed() ? "FAIL" : "ok  ", last.max_normalized, kDriftKappa, last.z_signed,
+          last.z_shrink, last.max_single_ratio);
       if (rep.verdict.failed()) {
         ++failed;
         std::cout << "    " << rep.verdict.message << "\n";
@@ -55,7 +65,8 @@ void add_drift_command(CLI::App& app, int& exit_code) {
     const std::string csv = out + "/drift.csv", svg = out + "/drift.svg";
     write_drift_csv(reports, csv);
     const std::string plot_error = plot_drift(reports, csv, svg);
-    std::cout << "wrote " << csv << (plot_error.empty() ? " and " + svg : " (no plot: " + plot_error + ")") << "\n";
+    std::cout << "wrote " << csv << (plot_error.empty() ? " and " + svg : " (no plot: " + plot_error + ")")
+              << "\n";
     exit_code = failed ? 1 : 0;
   });
 }

@@ -15,21 +15,24 @@
 namespace moefuzz::cli {
 
 void add_mutants_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("mutants", "Kill matrix: every mutant x invariant, cases and seconds to kill");
+  auto* cmd =
+      app.add_subcommand("mutants", "Kill matrix: every mutant x invariant, cases and seconds to kill");
   static KillMatrixOptions o;
   static std::string json;
   cmd->add_option("--time", o.seconds_per_mutant, "Seconds per mutant")->capture_default_str();
   cmd->add_option("--cases", o.max_cases_per_mutant, "Cases per mutant at most")->capture_default_str();
   cmd->add_option("--seed", o.seed, "Root seed")->capture_default_str();
   cmd->add_option("--mutant", o.mutants, "Only these mutants (repeatable)");
-  cmd->add_option("--correct-cases", o.correct_cases, "False-positive sweep cases per correct kernel")->capture_default_str();
+  cmd->add_option("--correct-cases", o.correct_cases, "False-positive sweep cases per correct kernel")
+      ->capture_default_str();
   cmd->add_flag("--baselines", o.baselines, "Also apply upstream-style checkers (allclose, check_accuracy)");
   cmd->add_option("--json", json, "Write the matrix as JSON here");
   cmd->callback([&exit_code] {
     // An unknown --mutant would silently select nothing: name it and exit 2 like every bad input.
     for (const auto& name : o.mutants) {
       const auto& reg = kernel_registry();
-      if (std::none_of(reg.begin(), reg.end(), [&](const KernelEntry& e) { return e.name == name && e.kind == KernelKind::kMutant; }))
+      if (std::none_of(reg.begin(), reg.end(),
+                       [&](const KernelEntry& e) { return e.name == name && e.kind == KernelKind::kMutant; }))
         throw InputError(fmt::format("--mutant: unknown mutant '{}' (moefuzz list shows them)", name));
     }
     const KillMatrix m = run_kill_matrix(o);

@@ -1,8 +1,8 @@
 // moefuzz replay FILE... [--kernel K] [--invariants a,b]: re-run saved cases and print the report.
 // The kernel defaults to the one named in the file's "# kernel:" header (findings carry it).
 #include <fmt/format.h>
-#include <unistd.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -41,9 +41,12 @@ std::string find_compute_sanitizer() {
   return "";
 }
 
-int run_under_sanitizer(const std::string& sanitizer, const std::string& tool, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {sanitizer, "--tool", tool, "--error-exitcode", "3",
-                                   std::filesystem::read_symlink("/proc/self/exe").string(), "replay"};
+int run_under_sanitizer(const std::string& sanitizer, const std::string& tool,
+                        const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {sanitizer, "--tool",
+                                   tool,      "--error-exitcode",
+                                   "3",       std::filesystem::read_symlink("/proc/self/exe").string(),
+                                   "replay"};
   argv.insert(argv.end(), args.begin(), args.end());
   std::cout << "moefuzz replay --sanitize: " << tool << "\n" << std::flush;
   const pid_t pid = fork();
@@ -67,9 +70,11 @@ void add_replay_command(CLI::App& app, int& exit_code) {
   static std::string kernel_arg, invariants = "all";
   cmd->add_option("FILE", files, "Recipe files")->required();
   cmd->add_option("--kernel", kernel_arg, "Kernel (default: the file's '# kernel:' header, else cpu)");
-  cmd->add_option("--invariants", invariants, "Comma-separated invariant codes, or all")->capture_default_str();
+  cmd->add_option("--invariants", invariants, "Comma-separated invariant codes, or all")
+      ->capture_default_str();
   static bool sanitize = false;
-  cmd->add_flag("--sanitize", sanitize, "Re-run under compute-sanitizer (memcheck, then racecheck); needs a CUDA kernel");
+  cmd->add_flag("--sanitize", sanitize,
+                "Re-run under compute-sanitizer (memcheck, then racecheck); needs a CUDA kernel");
   cmd->callback([&exit_code] {
     if (sanitize) {
       const std::string sanitizer = find_compute_sanitizer();
@@ -82,17 +87,24 @@ void add_replay_command(CLI::App& app, int& exit_code) {
           k = kernel_named_in(ss.str());
         }
         const auto& reg = kernel_registry();
-        const bool cuda = std::any_of(reg.begin(), reg.end(), [&](const KernelEntry& e) { return e.name == k && e.kind == KernelKind::kCuda; });
+        const bool cuda = std::any_of(reg.begin(), reg.end(), [&](const KernelEntry& e) {
+          return e.name == k && e.kind == KernelKind::kCuda;
+        });
         if (!cuda)
-          throw InputError(fmt::format("--sanitize: kernel '{}' is not a CUDA kernel (compute-sanitizer checks device memory; "
-                                       "use --kernel cuda on a build with CUDA)", k.empty() ? "cpu" : k));
+          throw InputError(fmt::format(
+              "--sanitize: kernel '{}' is not a CUDA kernel (compute-sanitizer checks device memory; "
+              "use --kernel cuda on a build with CUDA)",
+              k.empty() ? "cpu" : k));
       }
       if (sanitizer.empty())
-        throw InputError("--sanitize: compute-sanitizer not found on PATH or in /usr/local/cuda/bin (it ships with the CUDA Toolkit)");
+        throw InputError(
+            "--sanitize: compute-sanitizer not found on PATH or in /usr/local/cuda/bin (it ships with the "
+            "CUDA Toolkit)");
       int worst = 0;
       for (const char* tool : {"memcheck", "racecheck"}) {
         for (const auto& path : files) {
-          std::vector<std::string> args = {path, "--invariants", invariants, "--max-case-bytes", std::to_string(global_options().max_case_bytes)};
+          std::vector<std::string> args = {path, "--invariants", invariants, "--max-case-bytes",
+                                           std::to_string(global_options().max_case_bytes)};
           if (!kernel_arg.empty()) args.insert(args.end(), {"--kernel", kernel_arg});
           const int rc = run_under_sanitizer(sanitizer, tool, args);
           // 3 = the sanitizer found errors; 1 = a check failed; both fail the replay.
@@ -115,7 +127,9 @@ void add_replay_command(CLI::App& app, int& exit_code) {
       }
       const auto kernel = make_kernel(kernel_name);
       const std::string why = kernel->supports(r);
-      if (!why.empty()) throw InputError(fmt::format("{}: kernel {} does not support this recipe: {}", path, kernel_name, why));
+      if (!why.empty())
+        throw InputError(
+            fmt::format("{}: kernel {} does not support this recipe: {}", path, kernel_name, why));
       const Case c = materialize(r, global_options().max_case_bytes);
       CheckOptions o{.invariants = select_invariants(invariants)};
       const CaseReport rep = check_case(*kernel, c, o);
@@ -124,12 +138,15 @@ void add_replay_command(CLI::App& app, int& exit_code) {
         ++failed;
         std::cout << format_failure_report(r, rep.first_failure(), kernel_name, repro);
       } else {
-        std::cout << fmt::format("{}: all {} checks held on kernel {} ({:.2f}s)\n", path, rep.verdicts.size(), kernel_name, rep.seconds);
+        std::cout << fmt::format("{}: all {} checks held on kernel {} ({:.2f}s)\n", path, rep.verdicts.size(),
+                                 kernel_name, rep.seconds);
       }
       for (const auto& v : rep.verdicts)
         std::cout << fmt::format("  {:<8} {:<8} {}\n", v.invariant,
-                                 v.outcome == Outcome::kPass ? "pass" : v.outcome == Outcome::kFail ? "FAIL"
-                                                                      : v.outcome == Outcome::kSkip ? "skip" : "vacuous",
+                                 v.outcome == Outcome::kPass   ? "pass"
+                                 : v.outcome == Outcome::kFail ? "FAIL"
+                                 : v.outcome == Outcome::kSkip ? "skip"
+                                                               : "vacuous",
                                  v.message);
     }
     exit_code = failed ? 1 : 0;

@@ -19,19 +19,28 @@
 namespace moefuzz::cli {
 
 void add_shrink_command(CLI::App& app, int& exit_code) {
-  auto* cmd = app.add_subcommand("shrink", "Minimize a failing case, keeping its failure signature (invariant/stage)");
+  auto* cmd = app.add_subcommand("shrink",
+                                 "Minimize a failing case, keeping its failure signature (invariant/stage)");
   static std::string file, kernel_arg, out;
   static ShrinkOptions o;
   static bool quiet = false;
   cmd->add_option("FILE", file, "Recipe file (a finding, a corpus case)")->required();
   cmd->add_option("--kernel", kernel_arg, "Kernel (default: the file's '# kernel:' header, else cpu)");
   cmd->add_option("-o,--out", out, "Where to write the minimized recipe")->required();
-  cmd->add_option("--time", o.seconds, "Time budget in seconds (0 = until the fixpoint)")->capture_default_str()->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--all-invariants", o.all_invariants, "Check every cheap invariant on candidates (slower; keeps the FIRST failure's signature)");
-  cmd->add_option("--signature", o.expected_signature, "Keep this INVARIANT/STAGE (default: the input's first failure, or its '# kills:' header)");
-  cmd->add_option("--max-check-bytes", o.max_check_bytes, "Largest candidate materialized; larger inputs are checked through a structural proxy")
-      ->capture_default_str()->check(CLI::PositiveNumber);
-  cmd->add_option("--seed-retries", o.seed_retries, "Other seeds tried when a size pass is stuck")->capture_default_str()->check(CLI::Range(0, 64));
+  cmd->add_option("--time", o.seconds, "Time budget in seconds (0 = until the fixpoint)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--all-invariants", o.all_invariants,
+                "Check every cheap invariant on candidates (slower; keeps the FIRST failure's signature)");
+  cmd->add_option("--signature", o.expected_signature,
+                  "Keep this INVARIANT/STAGE (default: the input's first failure, or its '# kills:' header)");
+  cmd->add_option("--max-check-bytes", o.max_check_bytes,
+                  "Largest candidate materialized; larger inputs are checked through a structural proxy")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed-retries", o.seed_retries, "Other seeds tried when a size pass is stuck")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 64));
   cmd->add_flag("-q,--quiet", quiet, "No progress lines");
   cmd->callback([&exit_code] {
     const CaseRecipe r = parse_recipe_file(file, global_options().max_case_bytes);
@@ -49,17 +58,22 @@ void add_shrink_command(CLI::App& app, int& exit_code) {
     if (!quiet) o.log = [](const std::string& line) { std::cerr << "shrink: " << line << "\n"; };
     const ShrinkResult s = shrink_recipe(*kernel, r, o);
     if (!s.input_failed) {
-      std::cout << fmt::format("{}: {} on kernel {}; nothing to shrink\n", file,
-                               s.input_checked ? "the case does not fail" + (o.expected_signature.empty() ? std::string() : " with " + o.expected_signature)
-                                               : "the case is too large to check and its structural proxy does not fail",
-                               kernel_name);
+      std::cout << fmt::format(
+          "{}: {} on kernel {}; nothing to shrink\n", file,
+          s.input_checked
+              ? "the case does not fail" +
+                    (o.expected_signature.empty() ? std::string() : " with " + o.expected_signature)
+              : "the case is too large to check and its structural proxy does not fail",
+          kernel_name);
       exit_code = kExitCheckFailed;
       return;
     }
     write_file_atomically(out, format_regression(s, kernel_name, out));
-    std::cout << fmt::format("shrunk {} ({}) in {:.2f}s, {} candidates, {}\n  before: {}\n  after:  {}\n  wrote {}\n  REPRO: moefuzz replay {} --kernel {}\n",
-                             file, s.signature, s.seconds, s.candidates, s.fixpoint ? "fixpoint" : "time budget reached",
-                             shape_summary(s.original), shape_summary(s.shrunk), out, out, kernel_name);
+    std::cout << fmt::format(
+        "shrunk {} ({}) in {:.2f}s, {} candidates, {}\n  before: {}\n  after:  {}\n  wrote {}\n  REPRO: "
+        "moefuzz replay {} --kernel {}\n",
+        file, s.signature, s.seconds, s.candidates, s.fixpoint ? "fixpoint" : "time budget reached",
+        shape_summary(s.original), shape_summary(s.shrunk), out, out, kernel_name);
     exit_code = kExitOk;
   });
 }

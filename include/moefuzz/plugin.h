@@ -141,16 +141,25 @@ typedef enum moefuzz_score_func {
   MOEFUZZ_SCORE_SIGMOID = 1,
   MOEFUZZ_SCORE_SOFTMAX = 2
 } moefuzz_score_func;
-typedef enum moefuzz_scale_placement { MOEFUZZ_RSF_IN_TOPK = 0, MOEFUZZ_RSF_IN_COMBINE = 1 } moefuzz_scale_placement;
-typedef enum moefuzz_shared_fusion { MOEFUZZ_SHARED_SEPARATE = 0, MOEFUZZ_SHARED_FUSED = 1 } moefuzz_shared_fusion;
+typedef enum moefuzz_scale_placement {
+  MOEFUZZ_RSF_IN_TOPK = 0,
+  MOEFUZZ_RSF_IN_COMBINE = 1
+} moefuzz_scale_placement;
+typedef enum moefuzz_shared_fusion {
+  MOEFUZZ_SHARED_SEPARATE = 0,
+  MOEFUZZ_SHARED_FUSED = 1
+} moefuzz_shared_fusion;
 typedef enum moefuzz_act_format { MOEFUZZ_ACT_NVFP4 = 0, MOEFUZZ_ACT_BF16 = 1 } moefuzz_act_format;
-typedef enum moefuzz_act_scales { MOEFUZZ_ACT_SCALE_GLOBAL = 0, MOEFUZZ_ACT_SCALE_PER_EXPERT = 1 } moefuzz_act_scales;
+typedef enum moefuzz_act_scales {
+  MOEFUZZ_ACT_SCALE_GLOBAL = 0,
+  MOEFUZZ_ACT_SCALE_PER_EXPERT = 1
+} moefuzz_act_scales;
 
 /* Everything one MoE layer invocation needs: the recipe's configuration and the input tensors.
    Read-only for the plugin; valid for the duration of one call. */
 typedef struct moefuzz_case_desc {
-  uint32_t struct_size; /* sizeof(moefuzz_case_desc) of the framework; fields are only appended */
-  const char* profile;  /* profile the PLUGIN claims (moefuzz_plugin_v1.profile) */
+  uint32_t struct_size;       /* sizeof(moefuzz_case_desc) of the framework; fields are only appended */
+  const char* profile;        /* profile the PLUGIN claims (moefuzz_plugin_v1.profile) */
   const char* recipe_profile; /* profile named in the recipe (informational) */
   /* Shapes. */
   int64_t tokens;         /* T */
@@ -164,22 +173,22 @@ typedef struct moefuzz_case_desc {
   int64_t slots;          /* top-k slots per token: k, plus shared_experts when shared_fusion == FUSED */
   int64_t hash_vocab;     /* rows of hash_table */
   /* Routing. */
-  int32_t routing_mode;    /* moefuzz_routing_mode */
-  int32_t hash_score;      /* moefuzz_score_func, hash routing only */
-  int32_t renormalize;     /* 1: selected weights divided by their sum */
-  int32_t correction_bias; /* 1: sigmoid grouped routing adds `bias` for selection */
-  int32_t scale_placement; /* moefuzz_scale_placement as written in the recipe */
-  int32_t rsf_in_topk;     /* 1: the CLAIMED profile multiplies routed_scaling_factor in top-k (the
-                              weights sum to rsf); 0: the combine multiplies it. Follow this one. */
-  int32_t shared_fusion;   /* moefuzz_shared_fusion; fused shared slot weight is 1/rsf (times rsf
-                              when rsf_in_topk) */
+  int32_t routing_mode;             /* moefuzz_routing_mode */
+  int32_t hash_score;               /* moefuzz_score_func, hash routing only */
+  int32_t renormalize;              /* 1: selected weights divided by their sum */
+  int32_t correction_bias;          /* 1: sigmoid grouped routing adds `bias` for selection */
+  int32_t scale_placement;          /* moefuzz_scale_placement as written in the recipe */
+  int32_t rsf_in_topk;              /* 1: the CLAIMED profile multiplies routed_scaling_factor in top-k (the
+                                       weights sum to rsf); 0: the combine multiplies it. Follow this one. */
+  int32_t shared_fusion;            /* moefuzz_shared_fusion; fused shared slot weight is 1/rsf (times rsf
+                                       when rsf_in_topk) */
   float routed_scaling_factor;      /* rsf as kernels take it (fp32) */
   double routed_scaling_factor_f64; /* rsf as written (some kernels compute in double) */
   /* Quantization and activation. */
-  int32_t act_format;     /* moefuzz_act_format: NVFP4 (W4A4) or BF16 (W4A16) activations */
-  int32_t act_scales;     /* moefuzz_act_scales: a1/a2_scale of size 1 or E + shared_experts */
-  double swiglu_limit;    /* +inf = no clamp; gate = min(gate, L), up = clamp(up, -L, L) */
-  double swiglu_alpha;    /* out = gate * sigmoid(alpha * gate) * (up + beta) */
+  int32_t act_format;  /* moefuzz_act_format: NVFP4 (W4A4) or BF16 (W4A16) activations */
+  int32_t act_scales;  /* moefuzz_act_scales: a1/a2_scale of size 1 or E + shared_experts */
+  double swiglu_limit; /* +inf = no clamp; gate = min(gate, L), up = clamp(up, -L, L) */
+  double swiglu_alpha; /* out = gate * sigmoid(alpha * gate) * (up + beta) */
   double swiglu_beta;
   /* Run options. */
   int32_t tactic;  /* 0 .. claims.tactics - 1 */
@@ -188,15 +197,15 @@ typedef struct moefuzz_case_desc {
                       refuse plugins with wants_device = 1 at load (docs/plugins.md) */
   int32_t reserved0;
   /* Inputs. */
-  moefuzz_tensor hidden_states; /* BF16 [T, H] */
-  moefuzz_tensor logits;        /* F32 [T, E] router logits */
-  moefuzz_tensor bias;          /* F32 [E] e_score_correction_bias, or NONE */
-  moefuzz_tensor token_ids;     /* I32 [T] (hash routing), or NONE */
-  moefuzz_tensor hash_table;    /* I32 [hash_vocab, k] tid2eid (hash routing), or NONE */
+  moefuzz_tensor hidden_states;         /* BF16 [T, H] */
+  moefuzz_tensor logits;                /* F32 [T, E] router logits */
+  moefuzz_tensor bias;                  /* F32 [E] e_score_correction_bias, or NONE */
+  moefuzz_tensor token_ids;             /* I32 [T] (hash routing), or NONE */
+  moefuzz_tensor hash_table;            /* I32 [hash_vocab, k] tid2eid (hash routing), or NONE */
   const moefuzz_expert* expert_weights; /* [num_weight_experts]: routed 0..E-1, then shared */
   int64_t num_weight_experts;           /* E + shared_experts */
-  moefuzz_tensor a1_scale; /* F32 [1] or [E + shared]: FC1-input global QUANTIZATION scale S_q */
-  moefuzz_tensor a2_scale; /* F32 [1] or [E + shared]: FC2-input global QUANTIZATION scale S_q */
+  moefuzz_tensor a1_scale;              /* F32 [1] or [E + shared]: FC1-input global QUANTIZATION scale S_q */
+  moefuzz_tensor a2_scale;              /* F32 [1] or [E + shared]: FC2-input global QUANTIZATION scale S_q */
 } moefuzz_case_desc;
 
 /* Outputs of a whole-layer run, allocated by moefuzz. */
@@ -255,10 +264,10 @@ typedef const char* (*moefuzz_combine_fn)(const moefuzz_case_desc* c, const moef
 /* ---- The plugin ------------------------------------------------------------------------------- */
 
 typedef struct moefuzz_plugin_v1 {
-  uint32_t abi_version; /* MOEFUZZ_PLUGIN_ABI_VERSION */
-  uint32_t struct_size; /* sizeof(moefuzz_plugin_v1) as compiled into the plugin */
-  const char* name;     /* kernel name shown in reports, non-NULL, non-empty */
-  const char* profile;  /* name of the profile it claims ("flashinfer-cutlass", see `moefuzz list`) */
+  uint32_t abi_version;    /* MOEFUZZ_PLUGIN_ABI_VERSION */
+  uint32_t struct_size;    /* sizeof(moefuzz_plugin_v1) as compiled into the plugin */
+  const char* name;        /* kernel name shown in reports, non-NULL, non-empty */
+  const char* profile;     /* name of the profile it claims ("flashinfer-cutlass", see `moefuzz list`) */
   const char* description; /* one line, may be NULL */
   /* Claims (checked by the REPEAT, BATCH and TACTIC invariants). */
   int32_t deterministic;   /* 1: bit-identical output on identical input */

@@ -27,9 +27,9 @@ void add_composition_kernels(std::vector<KernelEntry>& out) {
     for (bool runner_scales : {true, false})
       for (bool fuse : {true, false})
         for (SharedFusion shared : {SharedFusion::kSeparate, SharedFusion::kFused}) {
-          const std::string name = std::string("compose/") + tk.name + "/" + (runner_scales ? "scaling" : "plain") + "/" +
-                                   (fuse ? "fuse" : "nofuse") + "/" +
-                                   (shared == SharedFusion::kFused ? "fused" : "separate");
+          const std::string name = std::string("compose/") + tk.name + "/" +
+                                   (runner_scales ? "scaling" : "plain") + "/" + (fuse ? "fuse" : "nofuse") +
+                                   "/" + (shared == SharedFusion::kFused ? "fused" : "separate");
           const bool consistent = fuse != runner_scales;
           const RoutingMode mode = tk.mode;
           const std::string topk_name = tk.name;
@@ -39,16 +39,18 @@ void add_composition_kernels(std::vector<KernelEntry>& out) {
                            // The top-k flag decides the contract the cell claims: fused -> the profile whose
                            // weights carry rsf; not fused -> the profile whose combine applies it.
                            s.profile = fuse ? "sglang-cutlass-fp4" : "sglang-triton";
-                           s.description = consistent ? "composition cell: rsf applied exactly once"
-                                                      : (fuse ? "composition cell: rsf applied twice (x s^2, BUGZOO Z1)"
-                                                              : "composition cell: rsf never applied (x 1, BUGZOO Z2)");
+                           s.description =
+                               consistent ? "composition cell: rsf applied exactly once"
+                                          : (fuse ? "composition cell: rsf applied twice (x s^2, BUGZOO Z1)"
+                                                  : "composition cell: rsf never applied (x 1, BUGZOO Z2)");
                            s.adjust = [=](cpu::CpuConfig& c) {
                              c.topk_applies_rsf = fuse;
                              c.combine_applies_rsf = runner_scales;
                            };
                            s.extra_supports = [=](const CaseRecipe& r) -> std::string {
                              if (r.routing.mode != mode) return "cell needs " + topk_name + " routing";
-                             if (r.routing.shared_fusion != shared) return "cell needs its shared-expert fusion";
+                             if (r.routing.shared_fusion != shared)
+                               return "cell needs its shared-expert fusion";
                              return "";
                            };
                            if (!consistent) s.killers = {"SCALE1", "ORACLE"};

@@ -37,7 +37,8 @@ float bf16_ties_toward_zero(float x) {
 void cpu_combine(std::span<const float> gemm2, const RoutingDecision& route, std::span<const float> shared,
                  const CpuConfig& cfg, std::span<float> out) {
   const int64_t T = route.tokens, S = route.slots, H = cfg.hidden;
-  if (static_cast<int64_t>(gemm2.size()) != T * S * H) throw InputError("gemm2 size does not match [rows, H]");
+  if (static_cast<int64_t>(gemm2.size()) != T * S * H)
+    throw InputError("gemm2 size does not match [rows, H]");
   if (static_cast<int64_t>(out.size()) < T * H) throw InputError("output buffer smaller than [T, H]");
   const bool has_shared = !shared.empty();
   const int64_t tile = cfg.tactic == 1 ? 64 : 32;
@@ -69,19 +70,28 @@ void cpu_combine(std::span<const float> gemm2, const RoutingDecision& route, std
           if (cfg.dev.weight_applied_twice) y = round_to_bf16(w * y);
           float term;
           switch (cfg.combine) {
-            case CombineAccum::kBf16Products: term = round_to_bf16(y * round_to_bf16(w)); break;
-            case CombineAccum::kBf16Atomics: term = round_to_bf16(w * y); break;
-            default: term = w * y; break;
+            case CombineAccum::kBf16Products:
+              term = round_to_bf16(y * round_to_bf16(w));
+              break;
+            case CombineAccum::kBf16Atomics:
+              term = round_to_bf16(w * y);
+              break;
+            default:
+              term = w * y;
+              break;
           }
-          if (t == racy_token && s == S - 1) acc = term;  // Z6
-          else acc = acc + term;
+          if (t == racy_token && s == S - 1)
+            acc = term;  // Z6
+          else
+            acc = acc + term;
           if (cfg.combine == CombineAccum::kBf16Atomics) acc = round_to_bf16(acc);
         }
         if (cfg.combine_applies_rsf) acc = acc * cfg.rsf;
         // Z13: the output's bf16 conversions done by hand with ties toward zero.
         const auto to_bf16 = cfg.dev.bf16_truncated_products ? bf16_ties_toward_zero : round_to_bf16;
         float routed = cfg.bf16_output ? to_bf16(acc) : acc;
-        if (has_shared) routed = cfg.bf16_output ? to_bf16(routed + shared[t * H + h]) : routed + shared[t * H + h];
+        if (has_shared)
+          routed = cfg.bf16_output ? to_bf16(routed + shared[t * H + h]) : routed + shared[t * H + h];
         scratch[j] = routed;
       }
       const int64_t store = cfg.dev.store_tile_overhang ? tile : width;  // Z9: no N mask

@@ -11,7 +11,8 @@ namespace moefuzz::cpu {
 
 CpuConfig make_cpu_config(const CaseRecipe& r, const Profile& p, const RunOptions& opts) {
   if (opts.tactic < 0 || opts.tactic >= kCpuTactics)
-    throw InputError("tactic " + std::to_string(opts.tactic) + " out of range [0, " + std::to_string(kCpuTactics) + ")");
+    throw InputError("tactic " + std::to_string(opts.tactic) + " out of range [0, " +
+                     std::to_string(kCpuTactics) + ")");
   CpuConfig c;
   c.tokens = r.shape.tokens;
   c.hidden = r.shape.hidden;
@@ -27,7 +28,7 @@ CpuConfig make_cpu_config(const CaseRecipe& r, const Profile& p, const RunOption
   // Hash routing always normalizes non-softmax scores (SPEC.md §2.5: SGLang HashTopK, FlashInfer
   // hash_topk and the V4 reference divide by the sum unconditionally); the flag applies to top-k modes.
   c.renormalize = r.routing.mode == RoutingMode::kHash ? r.routing.hash_score != ScoreFunc::kSoftmax
-                                                        : r.routing.renormalize;
+                                                       : r.routing.renormalize;
   c.correction_bias = r.routing.correction_bias;
   c.rsf = static_cast<float>(r.routing.routed_scaling_factor);
   // The profile, never the recipe's flag, says where rsf goes (oracles/routing_ref.h).

@@ -111,8 +111,8 @@ void dot_tile(const ActRow& a, const WeightTile& w, int64_t K, int64_t nt, const
   }
 }
 
-void load_act_row(const std::optional<QuantizedRows>& q, const float* plain, int64_t r, int64_t K, const Lut& lut,
-                  ActRow& a) {
+void load_act_row(const std::optional<QuantizedRows>& q, const float* plain, int64_t r, int64_t K,
+                  const Lut& lut, ActRow& a) {
   a.x.resize(static_cast<size_t>(K));
   a.s.resize(static_cast<size_t>(K / 16));
   if (q) {
@@ -139,9 +139,9 @@ float act_dequant_scale(const std::vector<float>& s_q, int64_t e) {
 }
 
 // One matrix `w` (N = w.rows) for the rows of expert e, writing out[off(r) + col0 + n].
-void expert_matmul(const std::vector<int64_t>& rows, const Nvfp4Matrix& w, const Nvfp4Matrix& scale_src, float alpha,
-                   const std::function<void(int64_t, ActRow&)>& load, int64_t ldo, int64_t col0, bool round,
-                   const CpuConfig& cfg, const Lut& lut, std::vector<float>& out) {
+void expert_matmul(const std::vector<int64_t>& rows, const Nvfp4Matrix& w, const Nvfp4Matrix& scale_src,
+                   float alpha, const std::function<void(int64_t, ActRow&)>& load, int64_t ldo, int64_t col0,
+                   bool round, const CpuConfig& cfg, const Lut& lut, std::vector<float>& out) {
   const int64_t K = w.cols, N = w.rows, nt = tile_n(cfg);
   WeightTile tile;
   std::vector<ActRow> acts(rows.size());
@@ -164,8 +164,8 @@ void expert_matmul(const std::vector<int64_t>& rows, const Nvfp4Matrix& w, const
 
 }  // namespace
 
-std::vector<float> cpu_gemm1(const Case& c, const RoutingDecision& route, const std::optional<QuantizedRows>& fc1_input,
-                             const CpuConfig& cfg) {
+std::vector<float> cpu_gemm1(const Case& c, const RoutingDecision& route,
+                             const std::optional<QuantizedRows>& fc1_input, const CpuConfig& cfg) {
   const int64_t H = cfg.hidden, I = cfg.inter, rows = route.tokens * route.slots;
   const int64_t total = static_cast<int64_t>(c.experts.size());
   std::vector<float> out(static_cast<size_t>(rows * 2 * I), 0.0f);
@@ -186,7 +186,8 @@ std::vector<float> cpu_gemm1(const Case& c, const RoutingDecision& route, const 
     if (fc1_input && cfg.dev.dynamic_act_scale)  // BATCH mutant: dequantize with its dynamic scale
       if (const float d = dynamic_batch_act_scale(c.hidden); d > 0) a_d = 1.0f / d;
     const float alpha_gate = a_d * ew.gate.global_dequant;
-    const float alpha_up = a_d * (cfg.dev.up_uses_gate_global ? ew.gate.global_dequant : ew.up.global_dequant);  // Z11
+    const float alpha_up =
+        a_d * (cfg.dev.up_uses_gate_global ? ew.gate.global_dequant : ew.up.global_dequant);  // Z11
     auto load = [&](int64_t r, ActRow& a) {
       load_act_row(fc1_input, fc1_input ? nullptr : x.data() + (r / route.slots) * H, r, H, lut, a);
     };
@@ -194,15 +195,17 @@ std::vector<float> cpu_gemm1(const Case& c, const RoutingDecision& route, const 
     const bool up_first = cfg.w13_order == W13Order::kUpGate;
     for (int half = 0; half < 2; ++half) {
       const bool is_up = (half == 0) == up_first;
-      expert_matmul(by_expert[e], is_up ? packed_src.up : packed_src.gate, is_up ? scale_src.up : scale_src.gate,
-                    is_up ? alpha_up : alpha_gate, load, 2 * I, is_up ? I : 0, cfg.bf16_after_gemm1, cfg, lut, out);
+      expert_matmul(by_expert[e], is_up ? packed_src.up : packed_src.gate,
+                    is_up ? scale_src.up : scale_src.gate, is_up ? alpha_up : alpha_gate, load, 2 * I,
+                    is_up ? I : 0, cfg.bf16_after_gemm1, cfg, lut, out);
     }
   });
   return out;
 }
 
-std::vector<float> cpu_gemm2(const Case& c, const RoutingDecision& route, const std::optional<QuantizedRows>& fc2_input,
-                             std::span<const float> activation, const CpuConfig& cfg) {
+std::vector<float> cpu_gemm2(const Case& c, const RoutingDecision& route,
+                             const std::optional<QuantizedRows>& fc2_input, std::span<const float> activation,
+                             const CpuConfig& cfg) {
   const int64_t H = cfg.hidden, I = cfg.inter, rows = route.tokens * route.slots;
   const int64_t total = static_cast<int64_t>(c.experts.size());
   std::vector<float> out(static_cast<size_t>(rows * H), 0.0f);
@@ -216,7 +219,8 @@ std::vector<float> cpu_gemm2(const Case& c, const RoutingDecision& route, const 
     auto load = [&](int64_t r, ActRow& a) {
       load_act_row(fc2_input, fc2_input ? nullptr : activation.data() + r * I, r, I, lut, a);
     };
-    expert_matmul(by_expert[e], ew.down, scale_src.down, alpha, load, H, 0, cfg.bf16_after_gemm2, cfg, lut, out);
+    expert_matmul(by_expert[e], ew.down, scale_src.down, alpha, load, H, 0, cfg.bf16_after_gemm2, cfg, lut,
+                  out);
   });
   return out;
 }

@@ -26,9 +26,11 @@ void CpuKernel::run_layer(const Case& c, const RunOptions& opts, LayerResult& ou
   CpuConfig cfg = config_for(c, opts);
   cfg.run_index = runs_++;
   const int64_t n = cfg.tokens * cfg.hidden;
-  std::span<float> output = opts.output_data != nullptr
-                                ? std::span<float>(opts.output_data, static_cast<size_t>(n + std::max<int64_t>(0, opts.output_slack)))
-                                : output_span(opts, out.output, n);
+  std::span<float> output =
+      opts.output_data != nullptr
+          ? std::span<float>(opts.output_data,
+                             static_cast<size_t>(n + std::max<int64_t>(0, opts.output_slack)))
+          : output_span(opts, out.output, n);
   cpu_run_layer(c, cfg, out, output);
 }
 
@@ -44,7 +46,8 @@ void add_cpu_kernels(std::vector<KernelEntry>& out) {
   };
   static const Builtin builtins[] = {
       {"cpu", "sglang-cutlass-fp4", "optimized CPU NVFP4 MoE pipeline (SGLang CUTLASS FP4 contract)"},
-      {"cpu-flashinfer", "flashinfer-cutlass", "optimized CPU NVFP4 MoE pipeline (FlashInfer CUTLASS contract)"},
+      {"cpu-flashinfer", "flashinfer-cutlass",
+       "optimized CPU NVFP4 MoE pipeline (FlashInfer CUTLASS contract)"},
       {"cpu-trtllm", "trtllm-gen", "optimized CPU NVFP4 MoE pipeline (trtllm-gen contract: bf16 weights)"},
   };
   for (const Builtin& b : builtins)

@@ -26,7 +26,7 @@ class CpuKernel : public Kernel {
     std::string profile;
     std::string description;
     CpuDeviation deviation;
-    std::function<void(CpuConfig&)> adjust;                       // applied after make_cpu_config
+    std::function<void(CpuConfig&)> adjust;                        // applied after make_cpu_config
     std::function<std::string(const CaseRecipe&)> extra_supports;  // narrower domain ("" = ok)
     std::vector<std::string> killers;                              // expected_killers() (mutants)
   };
@@ -36,7 +36,9 @@ class CpuKernel : public Kernel {
   std::string name() const override { return spec_.name; }
   std::string profile() const override { return spec_.profile; }
   std::string description() const override { return spec_.description; }
-  KernelClaims claims() const override { return {.deterministic = true, .batch_invariant = true, .tactics = kCpuTactics}; }
+  KernelClaims claims() const override {
+    return {.deterministic = true, .batch_invariant = true, .tactics = kCpuTactics};
+  }
   std::string supports(const CaseRecipe& recipe) const override;
   void run_layer(const Case& c, const RunOptions& opts, LayerResult& out) const override;
   std::vector<std::string> expected_killers() const override { return spec_.killers; }

@@ -26,8 +26,9 @@ QuantizerFlags flags_of(const CpuConfig& cfg) {
 
 // row_source(r) -> pointer to K bf16-valued floats for expanded row r.
 template <class RowSource>
-QuantizedRows quantize_rows(const RoutingDecision& route, int64_t K, const std::vector<float>& scale_of_expert,
-                            const CpuConfig& cfg, RowSource&& row_source) {
+QuantizedRows quantize_rows(const RoutingDecision& route, int64_t K,
+                            const std::vector<float>& scale_of_expert, const CpuConfig& cfg,
+                            RowSource&& row_source) {
   QuantizedRows q;
   q.rows = route.tokens * route.slots;
   q.cols = K;
@@ -58,13 +59,15 @@ std::optional<QuantizedRows> cpu_quantize_activations(const Case& c, const Routi
                                                       const CpuConfig& cfg) {
   if (!cfg.w4a4) return std::nullopt;
   const int64_t H = cfg.hidden;
-  if (static_cast<int64_t>(c.hidden.size()) != cfg.tokens * H) throw InputError("hidden size does not match [T, H]");
+  if (static_cast<int64_t>(c.hidden.size()) != cfg.tokens * H)
+    throw InputError("hidden size does not match [T, H]");
   std::vector<float> x(c.hidden.size());
   for (size_t i = 0; i < x.size(); ++i) x[i] = bf16_to_float(c.hidden[i]);
   std::vector<float> s_q = scales_per_expert(c, c.a1_scale, "a1_scale");
   if (cfg.dev.dynamic_act_scale)  // BATCH mutant: the batch's amax decides every token's scale
     if (const float d = dynamic_batch_act_scale(c.hidden); d > 0) std::fill(s_q.begin(), s_q.end(), d);
-  QuantizedRows q = quantize_rows(route, H, s_q, cfg, [&](int64_t r) { return x.data() + (r / route.slots) * H; });
+  QuantizedRows q =
+      quantize_rows(route, H, s_q, cfg, [&](int64_t r) { return x.data() + (r / route.slots) * H; });
   if (cfg.dev.writes_input) {
     // CANARY mutant: an "in-place" prologue that stores each token's first element back into the
     // caller's input tensor, negated (the kernel was handed a const input).

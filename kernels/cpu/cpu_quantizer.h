@@ -16,9 +16,9 @@ namespace moefuzz::cpu {
 struct QuantizerFlags {
   QuantizerVariant variant = QuantizerVariant::kFastMath;
   ZeroScaleRule zero_rule = ZeroScaleRule::kVecMaxTest;
-  bool e4m3_truncate = false;       // mutant: block scale rounded toward zero
-  bool e4m3_no_saturation = false;  // mutant: block scale >= 464 becomes NaN (0x7F)
-  bool e2m1_ties_away = false;      // mutant: E2M1 ties away from zero
+  bool e4m3_truncate = false;         // mutant: block scale rounded toward zero
+  bool e4m3_no_saturation = false;    // mutant: block scale >= 464 becomes NaN (0x7F)
+  bool e2m1_ties_away = false;        // mutant: E2M1 ties away from zero
   bool nibble_order_swapped = false;  // mutant: element 2j in the HIGH nibble
 };
 

@@ -55,8 +55,10 @@ void mask_unselected_groups(std::vector<float>& sb, std::vector<uint8_t>& exclud
     float a = kNegInf, b = kNegInf;  // top-2
     for (int64_t i = g * per; i < (g + 1) * per; ++i) {
       const float v = std::isnan(sb[i]) ? kNegInf : sb[i];
-      if (v > a) b = a, a = v;
-      else if (v > b) b = v;
+      if (v > a)
+        b = a, a = v;
+      else if (v > b)
+        b = v;
     }
     gscore[g] = cfg.correction_bias && per >= 2 ? a + b : a;
   }
@@ -102,9 +104,11 @@ RoutingDecision cpu_route(const Case& c, const CpuConfig& cfg) {
         mask_unselected_groups(select, excluded, cfg);
         break;
       case RoutingMode::kHash:
-        if (cfg.hash_score == ScoreFunc::kSoftmax) softmax(x, E, score.data());
+        if (cfg.hash_score == ScoreFunc::kSoftmax)
+          softmax(x, E, score.data());
         else
-          for (int64_t i = 0; i < E; ++i) score[i] = cfg.hash_score == ScoreFunc::kSigmoid ? sigmoid(x[i]) : sqrt_softplus(x[i]);
+          for (int64_t i = 0; i < E; ++i)
+            score[i] = cfg.hash_score == ScoreFunc::kSigmoid ? sigmoid(x[i]) : sqrt_softplus(x[i]);
         break;
     }
     if (cfg.mode == RoutingMode::kHash) {
@@ -114,7 +118,8 @@ RoutingDecision cpu_route(const Case& c, const CpuConfig& cfg) {
         throw InputError("token id " + std::to_string(row) + " outside the hash table");
       for (int64_t s = 0; s < k; ++s) {
         const int32_t e = c.hash_table[row * k + s];
-        if (e < 0 || e >= E) throw InputError("hash table expert id " + std::to_string(e) + " outside [0, E)");
+        if (e < 0 || e >= E)
+          throw InputError("hash table expert id " + std::to_string(e) + " outside [0, E)");
         ids[s] = e;
       }
     } else {

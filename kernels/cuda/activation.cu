@@ -36,8 +36,10 @@ __global__ void activation_kernel(PipelineConfig cfg, DeviceBuffers b, int64_t m
     const float silu = __fdiv_rn(gv, __fadd_rn(1.0f, expf(-__fmul_rn(cfg.swiglu_alpha, gv))));
     const uint16_t bits = pair >= 0 ? float_to_bf16_bits(__fmul_rn(silu, __fadd_rn(uv, cfg.swiglu_beta))) : 0;
     h[j] = bf16_bits_to_float(bits);
-    if (j % 2 == 0) hb[j / 2] = bits;
-    else hb[j / 2] |= static_cast<uint32_t>(bits) << 16;
+    if (j % 2 == 0)
+      hb[j / 2] = bits;
+    else
+      hb[j / 2] |= static_cast<uint32_t>(bits) << 16;
   }
   uint4* dst = reinterpret_cast<uint4*>(b.act + row * I + kb * 16);
   dst[0] = make_uint4(hb[0], hb[1], hb[2], hb[3]);
@@ -54,7 +56,8 @@ void launch_activation(const PipelineConfig& cfg, const DeviceBuffers& b, cudaSt
   const int64_t n = cfg.max_rows() * (cfg.inter / 16);
   if (n == 0) return;
   constexpr int kThreads = 256;
-  activation_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, s>>>(cfg, b, cfg.max_rows());
+  activation_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, s>>>(cfg, b,
+                                                                                              cfg.max_rows());
   MOEFUZZ_CUDA_CHECK(cudaGetLastError());
 }
 

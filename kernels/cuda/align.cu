@@ -53,7 +53,10 @@ __global__ void place_kernel(const int32_t* ids, int64_t pairs, const int32_t* c
     __syncthreads();
     if (threadIdx.x == 0) {
       int acc = 0;
-      for (int w = 0; w < kWarps; ++w) { warp_base[w] = acc; acc += warp_total[w]; }
+      for (int w = 0; w < kWarps; ++w) {
+        warp_base[w] = acc;
+        acc += warp_total[w];
+      }
     }
     __syncthreads();
     if (mine) {
@@ -77,7 +80,8 @@ void launch_align(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_
   scan_kernel<<<1, 1, 0, s>>>(b.expert_count, experts, kTactics[cfg.tactic].rows_per_tile, b.expert_offset,
                               b.tile_expert, b.num_tiles);
   MOEFUZZ_CUDA_CHECK(cudaGetLastError());
-  place_kernel<<<experts, kThreads, 0, s>>>(b.ids, pairs, b.expert_count, b.expert_offset, b.row_pair, b.pair_row);
+  place_kernel<<<experts, kThreads, 0, s>>>(b.ids, pairs, b.expert_count, b.expert_offset, b.row_pair,
+                                            b.pair_row);
   MOEFUZZ_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,5 +1,5 @@
-// Combine (SPEC.md §3.6). kFp32SlotOrder (CUTLASS finalizeMoeRoutingKernel): out[t] = bf16( sum over slots in slot
-// order of fl(w[t, s] * y[t, s]) in fp32 [* rsf when the profile applies it here] ), then, for a
+// Combine (SPEC.md §3.6). kFp32SlotOrder (CUTLASS finalizeMoeRoutingKernel): out[t] = bf16( sum over slots in
+// slot order of fl(w[t, s] * y[t, s]) in fp32 [* rsf when the profile applies it here] ), then, for a
 // separately computed shared expert. kBf16Products replaces each term by bf16(y * bf16(w)).
 // For a separately computed shared expert, the bf16 add out = bf16(out + shared(x)) (§2.4). Explicit
 // __fmul_rn / __fadd_rn: no FMA contraction, so the host reproduces it bit for bit.
@@ -23,9 +23,10 @@ __global__ void combine_kernel(PipelineConfig cfg, DeviceBuffers b) {
     const float y = bf16_bits_to_float(b.y[row * H + h]);
     const float w = b.weights[t * S + s];
     // kBf16Products (SGLang cutlass_moe_fp4): bf16(y * bf16(w)), summed in fp32 (slot order here).
-    const float term = cfg.combine_bf16_products
-                           ? bf16_bits_to_float(float_to_bf16_bits(__fmul_rn(y, bf16_bits_to_float(float_to_bf16_bits(w)))))
-                           : __fmul_rn(w, y);
+    const float term =
+        cfg.combine_bf16_products
+            ? bf16_bits_to_float(float_to_bf16_bits(__fmul_rn(y, bf16_bits_to_float(float_to_bf16_bits(w)))))
+            : __fmul_rn(w, y);
     acc = __fadd_rn(acc, term);
   }
   if (!cfg.rsf_in_topk || (cfg.deviation & kDevRsfTwice)) acc = __fmul_rn(acc, cfg.rsf);

@@ -96,8 +96,10 @@ class CudaKernel final : public Kernel {
       QuantizedRows q;
       q.rows = pairs;
       q.cols = fc1 ? H : I;
-      if (fc1) p.download_fc1_rows(rows, q.packed, q.scales);
-      else p.download_fc2_rows(rows, q.packed, q.scales);
+      if (fc1)
+        p.download_fc1_rows(rows, q.packed, q.scales);
+      else
+        p.download_fc2_rows(rows, q.packed, q.scales);
       return q;
     };
     out.fc1_input = quantized(true);
@@ -131,7 +133,9 @@ class CudaKernel final : public Kernel {
 
 }  // namespace
 
-std::unique_ptr<Kernel> make_cuda_kernel(CudaKernelSpec spec) { return std::make_unique<CudaKernel>(std::move(spec)); }
+std::unique_ptr<Kernel> make_cuda_kernel(CudaKernelSpec spec) {
+  return std::make_unique<CudaKernel>(std::move(spec));
+}
 std::unique_ptr<Kernel> make_cuda_kernel() { return make_cuda_kernel(CudaKernelSpec{}); }
 const Profile& cuda_kernel_profile() { return claimed_profile(); }
 

@@ -23,8 +23,8 @@ struct CudaKernelSpec {
   std::string name = "cuda";
   std::string description =
       "CUDA pipeline: warp top-k routing, NVFP4 quantization (software E2M1), mma.sync bf16 grouped GEMMs";
-  uint32_t deviation = 0;             // cuda::CudaDeviation bits; 0 = the correct kernel
-  std::vector<std::string> killers;   // expected_killers(); empty = not a mutant
+  uint32_t deviation = 0;            // cuda::CudaDeviation bits; 0 = the correct kernel
+  std::vector<std::string> killers;  // expected_killers(); empty = not a mutant
 };
 
 std::unique_ptr<Kernel> make_cuda_kernel();

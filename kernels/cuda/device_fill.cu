@@ -8,7 +8,8 @@ namespace moefuzz::cuda {
 namespace {
 
 constexpr unsigned kFillThreads = 256;
-__global__ void fill_random_kernel(uint8_t* p, int64_t bytes, uint64_t seed, uint8_t and_mask, uint8_t or_mask) {
+__global__ void fill_random_kernel(uint8_t* p, int64_t bytes, uint64_t seed, uint8_t and_mask,
+                                   uint8_t or_mask) {
   const int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= bytes) return;
   uint64_t z = seed + static_cast<uint64_t>(i) * 0x9E3779B97F4A7C15ull;  // SplitMix64
@@ -20,10 +21,11 @@ __global__ void fill_random_kernel(uint8_t* p, int64_t bytes, uint64_t seed, uin
 
 }  // namespace
 
-void launch_fill_random(uint8_t* p, int64_t bytes, uint64_t seed, uint8_t and_mask, uint8_t or_mask, cudaStream_t s) {
+void launch_fill_random(uint8_t* p, int64_t bytes, uint64_t seed, uint8_t and_mask, uint8_t or_mask,
+                        cudaStream_t s) {
   if (bytes == 0) return;
-  fill_random_kernel<<<static_cast<unsigned>((bytes + kFillThreads - 1) / kFillThreads), kFillThreads, 0, s>>>(
-      p, bytes, seed, and_mask, or_mask);
+  fill_random_kernel<<<static_cast<unsigned>((bytes + kFillThreads - 1) / kFillThreads), kFillThreads, 0,
+                       s>>>(p, bytes, seed, and_mask, or_mask);
   MOEFUZZ_CUDA_CHECK(cudaGetLastError());
 }
 

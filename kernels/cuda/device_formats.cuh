@@ -23,14 +23,22 @@ __device__ __forceinline__ uint32_t e2m1_from_float_sw(float x) {
   const uint32_t sign = (__float_as_uint(x) >> 28) & 0x8u;
   const float a = fabsf(x);
   uint32_t m;
-  if (a <= 0.25f) m = 0;
-  else if (a < 0.75f) m = 1;
-  else if (a <= 1.25f) m = 2;
-  else if (a < 1.75f) m = 3;
-  else if (a <= 2.5f) m = 4;
-  else if (a < 3.5f) m = 5;
-  else if (a <= 5.0f) m = 6;
-  else m = 7;
+  if (a <= 0.25f)
+    m = 0;
+  else if (a < 0.75f)
+    m = 1;
+  else if (a <= 1.25f)
+    m = 2;
+  else if (a < 1.75f)
+    m = 3;
+  else if (a <= 2.5f)
+    m = 4;
+  else if (a < 3.5f)
+    m = 5;
+  else if (a <= 5.0f)
+    m = 6;
+  else
+    m = 7;
   return sign | m;
 }
 
@@ -44,7 +52,9 @@ __device__ __forceinline__ float e4m3_to_float_hw(uint8_t code) {
   return __half2float(__half(h));
 }
 
-__device__ __forceinline__ float bf16_bits_to_float(uint16_t b) { return __uint_as_float(static_cast<uint32_t>(b) << 16); }
+__device__ __forceinline__ float bf16_bits_to_float(uint16_t b) {
+  return __uint_as_float(static_cast<uint32_t>(b) << 16);
+}
 __device__ __forceinline__ uint16_t float_to_bf16_bits(float f) {
   return __bfloat16_as_ushort(__float2bfloat16_rn(f));
 }
@@ -52,7 +62,8 @@ __device__ __forceinline__ uint16_t float_to_bf16_bits(float f) {
 // E2M1 magnitude table {0, .5, 1, 1.5, 2, 3, 4, 6}, signed by bit 3.
 __device__ __forceinline__ float e2m1_to_float_dev(uint32_t code) {
   const uint32_t m = code & 7u;
-  float v = (m < 2) ? 0.5f * static_cast<float>(m) : (m < 4 ? 1.0f + 0.5f * (m - 2) : (m < 6 ? 2.0f + (m - 4) : (m == 6 ? 4.0f : 6.0f)));
+  float v = (m < 2) ? 0.5f * static_cast<float>(m)
+                    : (m < 4 ? 1.0f + 0.5f * (m - 2) : (m < 6 ? 2.0f + (m - 4) : (m == 6 ? 4.0f : 6.0f)));
   return (code & 8u) ? -v : v;
 }
 

@@ -36,18 +36,18 @@ constexpr int kBlockSteps = 4;         // n ranges per block (amortizes the tabl
 constexpr int kLutCopies = 32;
 
 struct GemmArgs {
-  const uint16_t* a;        // bf16 [rows, K]
-  const uint8_t* w;         // [experts][N][K/2]
-  const uint8_t* w_sf;      // [experts][sf_bytes_128x4(N, K/16)]
-  const float* alpha;       // [experts][alpha_per_expert]
-  uint16_t* out;            // bf16 [rows, N]
+  const uint16_t* a;    // bf16 [rows, K]
+  const uint8_t* w;     // [experts][N][K/2]
+  const uint8_t* w_sf;  // [experts][sf_bytes_128x4(N, K/16)]
+  const float* alpha;   // [experts][alpha_per_expert]
+  uint16_t* out;        // bf16 [rows, N]
   const int32_t* tile_expert;
   const int32_t* num_tiles;
   const int32_t* expert_offset;  // first row of each expert
   const int32_t* expert_count;   // real rows of each expert (the rest of its segment is padding)
   int64_t n, k;
-  int alpha_per_expert;     // 2: GEMM1 halves [0, N/2) and [N/2, N) have their own alpha
-  uint32_t deviation;       // CudaDeviation bits (mutants only; 0 in the `cuda` kernel)
+  int alpha_per_expert;  // 2: GEMM1 halves [0, N/2) and [N/2, N) have their own alpha
+  uint32_t deviation;    // CudaDeviation bits (mutants only; 0 in the `cuda` kernel)
 };
 
 // An element offset as the kernel forms it: int64, or (kDevInt32Offsets mutant) wrapped the way an
@@ -120,7 +120,8 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_kernel(GemmArgs g) {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
         const int64_t n = n0 + 8 * j + group;
-        wraw[j] = valid ? __ldg(reinterpret_cast<const uint2*>(w_e + n * (K / 2) + kb * 8)) : make_uint2(0, 0);
+        wraw[j] =
+            valid ? __ldg(reinterpret_cast<const uint2*>(w_e + n * (K / 2) + kb * 8)) : make_uint2(0, 0);
         wsc[j] = valid ? __ldg(sf_e + sf_offset_128x4(n, kb, kb_count)) : 0;
       }
       uint4 araw[kMmaRowTiles][2][2];
@@ -129,7 +130,8 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_kernel(GemmArgs g) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int64_t arow = row0 + 16 * m + 8 * h + group;
-          const uint4* src = reinterpret_cast<const uint4*>(g.a + elem_offset(arow * K, g.deviation) + kb * 16);
+          const uint4* src =
+              reinterpret_cast<const uint4*>(g.a + elem_offset(arow * K, g.deviation) + kb * 16);
           const bool load = valid && arow < real_end;
           araw[m][h][0] = load ? src[0] : make_uint4(0, 0, 0, 0);
           araw[m][h][1] = load ? src[1] : make_uint4(0, 0, 0, 0);
@@ -143,7 +145,8 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_kernel(GemmArgs g) {
 #pragma unroll
         for (int s4 = 0; s4 < 4; ++s4) {
           const uint32_t word = s4 < 2 ? wraw[j].x : wraw[j].y;
-          const uint32_t byte0 = (word >> (16 * (s4 & 1))) & 0xFF, byte1 = (word >> (16 * (s4 & 1) + 8)) & 0xFF;
+          const uint32_t byte0 = (word >> (16 * (s4 & 1))) & 0xFF,
+                         byte1 = (word >> (16 * (s4 & 1) + 8)) & 0xFF;
           b[j][s4][0] = bf16x2_mul(lut[byte0 * kLutCopies + lane], s2u);
           b[j][s4][1] = bf16x2_mul(lut[byte1 * kLutCopies + lane], s2u);
         }
@@ -222,25 +225,31 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_kernel(GemmArgs g) {
 // ---------------------------------------------------------------------------------------------
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
   const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem), "r"(src_bytes) : "memory");
+  asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem), "r"(src_bytes)
+               : "memory");
 }
-__device__ __forceinline__ void cp_async16_hint(void* smem, const void* gmem, int src_bytes, uint64_t policy) {
+__device__ __forceinline__ void cp_async16_hint(void* smem, const void* gmem, int src_bytes,
+                                                uint64_t policy) {
   const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2, %3;\n" ::"r"(d), "l"(gmem), "r"(src_bytes),
-               "l"(policy)
+  asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2, %3;\n" ::"r"(d),
+               "l"(gmem), "r"(src_bytes), "l"(policy)
                : "memory");
 }
 __device__ __forceinline__ void cp_async8(void* smem, const void* gmem) {
   const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(d), "l"(gmem) : "memory");
 }
-__device__ __forceinline__ void cp_async8z(void* smem, const void* gmem, int src_bytes) {  // zero-fills past src_bytes
+__device__ __forceinline__ void cp_async8z(void* smem, const void* gmem,
+                                           int src_bytes) {  // zero-fills past src_bytes
   const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(d), "l"(gmem), "r"(src_bytes) : "memory");
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(d), "l"(gmem), "r"(src_bytes)
+               : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory"); }
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
 
 template <int BN_, int WARPS_, int KS_, int STAGES_, bool EVICT_FIRST_ = false>
 struct StreamCfg {
@@ -279,7 +288,8 @@ __global__ void __launch_bounds__(C::kThreads, 2) grouped_gemm_stream_kernel(Gem
   const int64_t n_cta0 = static_cast<int64_t>(blockIdx.x) * C::BN;
   const int num_tiles = *g.num_tiles;
   uint64_t w_policy = 0;
-  if constexpr (C::kEvictFirst) asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(w_policy));
+  if constexpr (C::kEvictFirst)
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(w_policy));
 
   for (int tile = blockIdx.y; tile < num_tiles; tile += gridDim.y) {
     const int expert = g.tile_expert[tile];
@@ -308,8 +318,10 @@ __global__ void __launch_bounds__(C::kThreads, 2) grouped_gemm_stream_kernel(Gem
           if (w_rows_16b_aligned) {
             const int64_t left = n < N ? (kb_count - kb) * 8 : 0;
             const int bytes = left <= 0 ? 0 : (left >= 16 ? 16 : static_cast<int>(left));
-            if constexpr (C::kEvictFirst) cp_async16_hint(dst, bytes ? w_e + n * (K / 2) + kb * 8 : w_e, bytes, w_policy);
-            else cp_async16(dst, bytes ? w_e + n * (K / 2) + kb * 8 : w_e, bytes);
+            if constexpr (C::kEvictFirst)
+              cp_async16_hint(dst, bytes ? w_e + n * (K / 2) + kb * 8 : w_e, bytes, w_policy);
+            else
+              cp_async16(dst, bytes ? w_e + n * (K / 2) + kb * 8 : w_e, bytes);
           } else {  // K % 32 != 0: rows start 8-byte aligned only; one 8-byte copy per 16-element block
 #pragma unroll
             for (int hb = 0; hb < 2; ++hb) {
@@ -324,15 +336,17 @@ __global__ void __launch_bounds__(C::kThreads, 2) grouped_gemm_stream_kernel(Gem
             const int64_t c = c0 + slot;
             const int64_t m128 = n_cta0 / 128 + gi;
             const bool ok = c < chunks && m128 * 128 < (N + 127) / 128 * 128;
-            cp_async16(sf_s + (gi * C::KS + slot) * 512 + r * 16, ok ? sf_e + (m128 * chunks + c) * 512 + r * 16 : sf_e,
-                       ok ? 16 : 0);
+            cp_async16(sf_s + (gi * C::KS + slot) * 512 + r * 16,
+                       ok ? sf_e + (m128 * chunks + c) * 512 + r * 16 : sf_e, ok ? 16 : 0);
           }
         } else {  // BN == 64: this block's half of each 128-row group, 8 bytes per 32-row line
           const int half = static_cast<int>((n_cta0 % 128) / 64);
           for (int p = threadIdx.x; p < C::KS * 32; p += C::kThreads) {
             const int slot = p / 32, r = p % 32;
             const int64_t c = c0 + slot;
-            if (c < chunks) cp_async8(sf_s + slot * 512 + r * 16 + half * 8, sf_e + ((n_cta0 / 128) * chunks + c) * 512 + r * 16 + half * 8);
+            if (c < chunks)
+              cp_async8(sf_s + slot * 512 + r * 16 + half * 8,
+                        sf_e + ((n_cta0 / 128) * chunks + c) * 512 + r * 16 + half * 8);
           }
         }
         for (int p = threadIdx.x; p < n_real * 8 * C::KS; p += C::kThreads) {
@@ -368,8 +382,8 @@ __global__ void __launch_bounds__(C::kThreads, 2) grouped_gemm_stream_kernel(Gem
       for (int p = threadIdx.x; p < C::STAGES * pad_rows * kVecPerRow; p += C::kThreads) {
         const int stage = p / (pad_rows * kVecPerRow), rem = p % (pad_rows * kVecPerRow);
         const int r = n_real + rem / kVecPerRow, v = rem % kVecPerRow;
-        *reinterpret_cast<uint4*>(ring + stage * C::kStageBytes + C::kWBytes + C::kSfBytes + r * C::kARowElems * 2 + v * 16) =
-            make_uint4(0, 0, 0, 0);
+        *reinterpret_cast<uint4*>(ring + stage * C::kStageBytes + C::kWBytes + C::kSfBytes +
+                                  r * C::kARowElems * 2 + v * 16) = make_uint4(0, 0, 0, 0);
       }
     }
 
@@ -402,14 +416,30 @@ __global__ void __launch_bounds__(C::kThreads, 2) grouped_gemm_stream_kernel(Gem
               const bool valid = kb < kb_count;
               uint32_t r0[8], r1[8];
               {
-                const uint4* src = reinterpret_cast<const uint4*>(a_s + group * C::kARowElems + i * 64 + quad * 16);
+                const uint4* src =
+                    reinterpret_cast<const uint4*>(a_s + group * C::kARowElems + i * 64 + quad * 16);
                 const uint4 x0 = src[0], x1 = src[1];
-                r0[0] = x0.x; r0[1] = x0.y; r0[2] = x0.z; r0[3] = x0.w; r0[4] = x1.x; r0[5] = x1.y; r0[6] = x1.z; r0[7] = x1.w;
+                r0[0] = x0.x;
+                r0[1] = x0.y;
+                r0[2] = x0.z;
+                r0[3] = x0.w;
+                r0[4] = x1.x;
+                r0[5] = x1.y;
+                r0[6] = x1.z;
+                r0[7] = x1.w;
               }
               if (n_real > 8) {  // block-uniform; rows 8..15 of a decode tile are usually all padding
-                const uint4* src = reinterpret_cast<const uint4*>(a_s + (8 + group) * C::kARowElems + i * 64 + quad * 16);
+                const uint4* src =
+                    reinterpret_cast<const uint4*>(a_s + (8 + group) * C::kARowElems + i * 64 + quad * 16);
                 const uint4 x0 = src[0], x1 = src[1];
-                r1[0] = x0.x; r1[1] = x0.y; r1[2] = x0.z; r1[3] = x0.w; r1[4] = x1.x; r1[5] = x1.y; r1[6] = x1.z; r1[7] = x1.w;
+                r1[0] = x0.x;
+                r1[1] = x0.y;
+                r1[2] = x0.z;
+                r1[3] = x0.w;
+                r1[4] = x1.x;
+                r1[5] = x1.y;
+                r1[6] = x1.z;
+                r1[7] = x1.w;
               } else {
 #pragma unroll
                 for (int t = 0; t < 8; ++t) r1[t] = 0;
@@ -418,16 +448,20 @@ __global__ void __launch_bounds__(C::kThreads, 2) grouped_gemm_stream_kernel(Gem
               for (int j = 0; j < C::J; ++j) {
                 if (n_cta0 + wcol0 + 8 * j < N) {  // warp-uniform (N is a multiple of 16)
                   const int nl = wcol0 + 8 * j + group;
-                  const uint2 wraw = *reinterpret_cast<const uint2*>(w_s + nl * C::kWRowBytes + C::swz(nl, i) * 32 + quad * 8);
+                  const uint2 wraw = *reinterpret_cast<const uint2*>(w_s + nl * C::kWRowBytes +
+                                                                     C::swz(nl, i) * 32 + quad * 8);
                   const int64_t n = n_cta0 + nl;
-                  const uint8_t wsc = valid ? sf_s[(nl / 128) * (C::KS * 512) + i * 512 + (n % 32) * 16 + ((n % 128) / 32) * 4 + quad] : 0;
+                  const uint8_t wsc = valid ? sf_s[(nl / 128) * (C::KS * 512) + i * 512 + (n % 32) * 16 +
+                                                   ((n % 128) / 32) * 4 + quad]
+                                            : 0;
                   const __nv_bfloat16 sb = __float2bfloat16_rn(e4m3_to_float_hw(wsc));  // exact
                   const __nv_bfloat162 s2 = __halves2bfloat162(sb, sb);
                   const uint32_t s2u = *reinterpret_cast<const uint32_t*>(&s2);
 #pragma unroll
                   for (int s4 = 0; s4 < 4; ++s4) {
                     const uint32_t word = s4 < 2 ? wraw.x : wraw.y;
-                    const uint32_t byte0 = (word >> (16 * (s4 & 1))) & 0xFF, byte1 = (word >> (16 * (s4 & 1) + 8)) & 0xFF;
+                    const uint32_t byte0 = (word >> (16 * (s4 & 1))) & 0xFF,
+                                   byte1 = (word >> (16 * (s4 & 1) + 8)) & 0xFF;
                     const uint32_t b0 = bf16x2_mul(lut[byte0 * kLutCopies + lane], s2u);
                     const uint32_t b1 = bf16x2_mul(lut[byte1 * kLutCopies + lane], s2u);
                     const uint32_t a[4] = {r0[2 * s4], r1[2 * s4], r0[2 * s4 + 1], r1[2 * s4 + 1]};
@@ -471,7 +505,8 @@ __global__ void __launch_bounds__(C::kThreads, 2) grouped_gemm_stream_kernel(Gem
 template <class C>
 void launch_stream(const PipelineConfig& cfg, const GemmArgs& args, cudaStream_t s) {
   static const bool attr_set = [] {
-    MOEFUZZ_CUDA_CHECK(cudaFuncSetAttribute(grouped_gemm_stream_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
+    MOEFUZZ_CUDA_CHECK(cudaFuncSetAttribute(grouped_gemm_stream_kernel<C>,
+                                            cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
     return true;
   }();
   (void)attr_set;
@@ -480,7 +515,8 @@ void launch_stream(const PipelineConfig& cfg, const GemmArgs& args, cudaStream_t
   // exit at once, but at decode max_rows / 16 is ~8x the real tiles and empty blocks cost launches.
   const int64_t pairs = cfg.pairs();
   const int64_t bound = std::min<int64_t>(cfg.total_experts(), pairs) + pairs / 16;
-  const int64_t tiles = std::min<int64_t>({cfg.max_rows() / 16, std::max<int64_t>(1, bound), 65535});  // grid.y limit: blocks loop
+  const int64_t tiles = std::min<int64_t>(
+      {cfg.max_rows() / 16, std::max<int64_t>(1, bound), 65535});  // grid.y limit: blocks loop
   const int64_t col_blocks = (args.n + C::BN - 1) / C::BN;
   const dim3 grid(static_cast<unsigned>(col_blocks), static_cast<unsigned>(tiles));
   grouped_gemm_stream_kernel<C><<<grid, C::kThreads, C::kSmem, s>>>(args);
@@ -512,23 +548,40 @@ int current_stream_variant() {
 void launch_gemm(const PipelineConfig& cfg, const GemmArgs& args, cudaStream_t s) {
   if (kTactics[cfg.tactic].stream) {
     switch (current_stream_variant()) {
-      case 1: launch_stream<StreamV1>(cfg, args, s); break;
-      case 2: launch_stream<StreamV2>(cfg, args, s); break;
-      case 3: launch_stream<StreamV3>(cfg, args, s); break;
-      case 4: launch_stream<StreamV4>(cfg, args, s); break;
-      case 5: launch_stream<StreamV5>(cfg, args, s); break;
-      case 6: launch_stream<StreamV6>(cfg, args, s); break;
-      default: launch_stream<StreamV0>(cfg, args, s); break;
+      case 1:
+        launch_stream<StreamV1>(cfg, args, s);
+        break;
+      case 2:
+        launch_stream<StreamV2>(cfg, args, s);
+        break;
+      case 3:
+        launch_stream<StreamV3>(cfg, args, s);
+        break;
+      case 4:
+        launch_stream<StreamV4>(cfg, args, s);
+        break;
+      case 5:
+        launch_stream<StreamV5>(cfg, args, s);
+        break;
+      case 6:
+        launch_stream<StreamV6>(cfg, args, s);
+        break;
+      default:
+        launch_stream<StreamV0>(cfg, args, s);
+        break;
     }
     return;
   }
   const int rows_per_tile = kTactics[cfg.tactic].rows_per_tile;
   const int64_t max_tiles = cfg.max_rows() / rows_per_tile;
   if (max_tiles == 0) return;
-  const int64_t col_steps = (args.n + kColsPerBlockStep * kBlockSteps - 1) / (kColsPerBlockStep * kBlockSteps);
+  const int64_t col_steps =
+      (args.n + kColsPerBlockStep * kBlockSteps - 1) / (kColsPerBlockStep * kBlockSteps);
   const dim3 grid(static_cast<unsigned>(max_tiles), static_cast<unsigned>(col_steps));
-  if (rows_per_tile == 16) grouped_gemm_kernel<1><<<grid, kThreads, 0, s>>>(args);
-  else grouped_gemm_kernel<4><<<grid, kThreads, 0, s>>>(args);
+  if (rows_per_tile == 16)
+    grouped_gemm_kernel<1><<<grid, kThreads, 0, s>>>(args);
+  else
+    grouped_gemm_kernel<4><<<grid, kThreads, 0, s>>>(args);
   MOEFUZZ_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -538,20 +591,22 @@ void select_stream_variant(int v) { g_stream_variant.store(v >= 0 && v < kNumStr
 int stream_variant() { return current_stream_variant(); }
 std::string stream_variant_name(int v) {
   static const char* const names[kNumStreamVariants] = {
-      "BN128 w8 ks2 st4", "BN128 w4 ks2 st4", "BN64 w4 ks2 st6", "BN128 w8 ks2 st5", "BN128 w8 ks1 st8", "BN128 w8 ks2 st3", "BN128 w8 ks2 st4 ef"};
+      "BN128 w8 ks2 st4", "BN128 w4 ks2 st4", "BN64 w4 ks2 st6",    "BN128 w8 ks2 st5",
+      "BN128 w8 ks1 st8", "BN128 w8 ks2 st3", "BN128 w8 ks2 st4 ef"};
   return v >= 0 && v < kNumStreamVariants ? names[v] : "?";
 }
 
 void launch_gemm1(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s) {
-  launch_gemm(cfg, GemmArgs{b.a1_dq, b.w13, b.w13_sf, b.alpha1, b.g1, b.tile_expert, b.num_tiles, b.expert_offset,
-                            b.expert_count, 2 * cfg.inter,
-                            cfg.hidden, 2, cfg.deviation},
+  launch_gemm(cfg,
+              GemmArgs{b.a1_dq, b.w13, b.w13_sf, b.alpha1, b.g1, b.tile_expert, b.num_tiles, b.expert_offset,
+                       b.expert_count, 2 * cfg.inter, cfg.hidden, 2, cfg.deviation},
               s);
 }
 
 void launch_gemm2(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s) {
-  launch_gemm(cfg, GemmArgs{b.a2_dq, b.w2, b.w2_sf, b.alpha2, b.y, b.tile_expert, b.num_tiles, b.expert_offset,
-                            b.expert_count, cfg.hidden, cfg.inter, 1, cfg.deviation},
+  launch_gemm(cfg,
+              GemmArgs{b.a2_dq, b.w2, b.w2_sf, b.alpha2, b.y, b.tile_expert, b.num_tiles, b.expert_offset,
+                       b.expert_count, cfg.hidden, cfg.inter, 1, cfg.deviation},
               s);
 }
 

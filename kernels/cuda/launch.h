@@ -11,22 +11,22 @@
 
 namespace moefuzz::cuda {
 
-#define MOEFUZZ_CUDA_CHECK(expr)                                                                   \
-  do {                                                                                             \
-    cudaError_t _e = (expr);                                                                       \
-    if (_e != cudaSuccess)                                                                         \
-      throw std::runtime_error(std::string("CUDA error: ") + cudaGetErrorString(_e) + " at " +     \
-                               __FILE__ + ":" + std::to_string(__LINE__) + " (" #expr ")");        \
+#define MOEFUZZ_CUDA_CHECK(expr)                                                                          \
+  do {                                                                                                    \
+    cudaError_t _e = (expr);                                                                              \
+    if (_e != cudaSuccess)                                                                                \
+      throw std::runtime_error(std::string("CUDA error: ") + cudaGetErrorString(_e) + " at " + __FILE__ + \
+                               ":" + std::to_string(__LINE__) + " (" #expr ")");                          \
   } while (0)
 
 // Device pointers; all owned by MoePipeline::Impl.
 struct DeviceBuffers {
   // Inputs.
-  const uint16_t* hidden = nullptr;  // bf16 [T, H]
-  const float* logits = nullptr;     // [T, E]
-  const float* bias = nullptr;       // [E] or null
-  const int32_t* token_ids = nullptr;    // [T]
-  const int32_t* hash_table = nullptr;   // [vocab, k]
+  const uint16_t* hidden = nullptr;     // bf16 [T, H]
+  const float* logits = nullptr;        // [T, E]
+  const float* bias = nullptr;          // [E] or null
+  const int32_t* token_ids = nullptr;   // [T]
+  const int32_t* hash_table = nullptr;  // [vocab, k]
   // Weights, per expert e in [0, E + shared): w13 [2I, H/2] in kernel order, w2 [H, I/2]; scales
   // 128x4-swizzled per expert: padded_rows(N) * padded_cols(K/16) bytes each.
   const uint8_t* w13 = nullptr;
@@ -35,29 +35,29 @@ struct DeviceBuffers {
   const uint8_t* w2_sf = nullptr;
   const float* a1_scale_q = nullptr;  // S_q per expert [E + shared]
   const float* a2_scale_q = nullptr;
-  const float* alpha1 = nullptr;      // [E + shared, 2] kernel-order halves of GEMM1 (first, second)
-  const float* alpha2 = nullptr;      // [E + shared]
+  const float* alpha1 = nullptr;  // [E + shared, 2] kernel-order halves of GEMM1 (first, second)
+  const float* alpha2 = nullptr;  // [E + shared]
   // Routing.
-  int32_t* ids = nullptr;             // [T, all_slots]
-  float* weights = nullptr;           // [T, all_slots]
+  int32_t* ids = nullptr;    // [T, all_slots]
+  float* weights = nullptr;  // [T, all_slots]
   // Alignment.
-  int32_t* expert_count = nullptr;    // [E + shared]
-  int32_t* expert_offset = nullptr;   // [E + shared + 1], padded to the tile height
-  int32_t* tile_expert = nullptr;     // [max_tiles]
-  int32_t* num_tiles = nullptr;       // [1]
-  int32_t* row_pair = nullptr;        // [max_rows], -1 = padding
-  int64_t* pair_row = nullptr;        // [pairs]
+  int32_t* expert_count = nullptr;   // [E + shared]
+  int32_t* expert_offset = nullptr;  // [E + shared + 1], padded to the tile height
+  int32_t* tile_expert = nullptr;    // [max_tiles]
+  int32_t* num_tiles = nullptr;      // [1]
+  int32_t* row_pair = nullptr;       // [max_rows], -1 = padding
+  int64_t* pair_row = nullptr;       // [pairs]
   // Activations (permuted rows).
-  uint8_t* a1_packed = nullptr;       // [max_rows, H/2]
-  uint8_t* a1_sf = nullptr;           // 128x4 over [max_rows, H/16]
-  uint16_t* a1_dq = nullptr;          // bf16 [max_rows, H]: e2m1 * e4m3 (exact; S_d goes into alpha)
-  uint16_t* g1 = nullptr;             // bf16 [max_rows, 2I] kernel order
-  uint16_t* act = nullptr;            // bf16 [max_rows, I]
-  uint8_t* a2_packed = nullptr;       // [max_rows, I/2]
-  uint8_t* a2_sf = nullptr;           // 128x4 over [max_rows, I/16]
-  uint16_t* a2_dq = nullptr;          // bf16 [max_rows, I]
-  uint16_t* y = nullptr;              // bf16 [max_rows, H]
-  uint16_t* out = nullptr;            // bf16 [T, H]
+  uint8_t* a1_packed = nullptr;  // [max_rows, H/2]
+  uint8_t* a1_sf = nullptr;      // 128x4 over [max_rows, H/16]
+  uint16_t* a1_dq = nullptr;     // bf16 [max_rows, H]: e2m1 * e4m3 (exact; S_d goes into alpha)
+  uint16_t* g1 = nullptr;        // bf16 [max_rows, 2I] kernel order
+  uint16_t* act = nullptr;       // bf16 [max_rows, I]
+  uint8_t* a2_packed = nullptr;  // [max_rows, I/2]
+  uint8_t* a2_sf = nullptr;      // 128x4 over [max_rows, I/16]
+  uint16_t* a2_dq = nullptr;     // bf16 [max_rows, I]
+  uint16_t* y = nullptr;         // bf16 [max_rows, H]
+  uint16_t* out = nullptr;       // bf16 [T, H]
 };
 
 void launch_routing(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s);
@@ -69,7 +69,8 @@ void launch_gemm1(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_
 void launch_activation(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s);
 void launch_gemm2(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s);
 void launch_combine(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s);
-void launch_fill_random(uint8_t* p, int64_t bytes, uint64_t seed, uint8_t and_mask, uint8_t or_mask, cudaStream_t s);
+void launch_fill_random(uint8_t* p, int64_t bytes, uint64_t seed, uint8_t and_mask, uint8_t or_mask,
+                        cudaStream_t s);
 
 // 128x4 layout, device and host (same formula as core/swizzle.h).
 __host__ __device__ inline int64_t sf_offset_128x4(int64_t m, int64_t kb, int64_t scale_cols) {

@@ -19,14 +19,17 @@ int64_t PipelineConfig::max_rows() const {
 }
 
 std::string unsupported_reason(const CaseRecipe& r, const Profile& p) {
-  if (r.quant.activations != ActivationFormat::kNvfp4) return "cuda: W4A16 (bf16 activations) not implemented";
-  if (p.quantizer != QuantizerVariant::kFastMath) return "cuda: only the fast-math NVFP4 quantizer is implemented";
+  if (r.quant.activations != ActivationFormat::kNvfp4)
+    return "cuda: W4A16 (bf16 activations) not implemented";
+  if (p.quantizer != QuantizerVariant::kFastMath)
+    return "cuda: only the fast-math NVFP4 quantizer is implemented";
   if (p.combine != CombineAccum::kFp32SlotOrder && p.combine != CombineAccum::kBf16Products)
     return "cuda: only the fp32 slot-order and bf16-products combines are implemented";
   if (!p.bf16_after_gemm1 || !p.bf16_after_activation || !p.bf16_after_gemm2 || !p.bf16_output)
     return "cuda: every stage rounds to bf16 in this pipeline";
   if (p.routing_weight_dtype != WeightDtype::kFp32) return "cuda: routing weights are fp32";
-  if (r.shape.hidden % 16 != 0 || r.shape.inter % 16 != 0) return "cuda: hidden and inter must be multiples of 16";
+  if (r.shape.hidden % 16 != 0 || r.shape.inter % 16 != 0)
+    return "cuda: hidden and inter must be multiples of 16";
   if (r.shape.experts < 1 || r.shape.experts > 4096) return "cuda: experts must be in [1, 4096]";
   if (r.shape.top_k < 1 || r.shape.top_k > r.shape.experts) return "cuda: top_k must be in [1, experts]";
   if (r.routing.mode == RoutingMode::kSigmoidGrouped &&
@@ -58,7 +61,7 @@ PipelineConfig config_for(const CaseRecipe& r, const Profile& p, int tactic) {
   c.hash_score = static_cast<int>(r.routing.hash_score);
   // Hash routing always normalizes non-softmax scores (SPEC.md §2.5); the flag applies to top-k modes.
   c.renormalize = r.routing.mode == RoutingMode::kHash ? r.routing.hash_score != ScoreFunc::kSoftmax
-                                                        : r.routing.renormalize;
+                                                       : r.routing.renormalize;
   c.has_bias = r.routing.mode == RoutingMode::kSigmoidGrouped && r.routing.correction_bias;
   c.rsf = static_cast<float>(r.routing.routed_scaling_factor);
   c.rsf_in_topk = p.rsf_in_topk;
@@ -85,7 +88,8 @@ T* device_alloc(std::vector<void*>& owned, int64_t count) {
 }
 template <typename T>
 void upload(T* dst, const std::vector<T>& src) {
-  if (!src.empty()) MOEFUZZ_CUDA_CHECK(cudaMemcpy(dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice));
+  if (!src.empty())
+    MOEFUZZ_CUDA_CHECK(cudaMemcpy(dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice));
 }
 template <typename T>
 std::vector<T> download(const T* src, int64_t count) {
@@ -101,7 +105,8 @@ struct MoePipeline::Impl {
   std::vector<void*> owned;
   // Mutable views of the input buffers.
   uint16_t* hidden = nullptr;
-  float *logits = nullptr, *bias = nullptr, *a1q = nullptr, *a2q = nullptr, *alpha1 = nullptr, *alpha2 = nullptr;
+  float *logits = nullptr, *bias = nullptr, *a1q = nullptr, *a2q = nullptr, *alpha1 = nullptr,
+        *alpha2 = nullptr;
   int32_t *token_ids = nullptr, *hash_table = nullptr;
   uint8_t *w13 = nullptr, *w13_sf = nullptr, *w2 = nullptr, *w2_sf = nullptr;
   int64_t w13_sf_per_expert = 0, w2_sf_per_expert = 0;
@@ -129,10 +134,19 @@ struct MoePipeline::Impl {
     a2q = device_alloc<float>(owned, X);
     alpha1 = device_alloc<float>(owned, 2 * X);
     alpha2 = device_alloc<float>(owned, X);
-    b.hidden = hidden; b.logits = logits; b.bias = c.has_bias ? bias : nullptr;
-    b.token_ids = token_ids; b.hash_table = hash_table;
-    b.w13 = w13; b.w13_sf = w13_sf; b.w2 = w2; b.w2_sf = w2_sf;
-    b.a1_scale_q = a1q; b.a2_scale_q = a2q; b.alpha1 = alpha1; b.alpha2 = alpha2;
+    b.hidden = hidden;
+    b.logits = logits;
+    b.bias = c.has_bias ? bias : nullptr;
+    b.token_ids = token_ids;
+    b.hash_table = hash_table;
+    b.w13 = w13;
+    b.w13_sf = w13_sf;
+    b.w2 = w2;
+    b.w2_sf = w2_sf;
+    b.a1_scale_q = a1q;
+    b.a2_scale_q = a2q;
+    b.alpha1 = alpha1;
+    b.alpha2 = alpha2;
     b.ids = device_alloc<int32_t>(owned, T * S);
     b.weights = device_alloc<float>(owned, T * S);
     b.expert_count = device_alloc<int32_t>(owned, X);
@@ -155,7 +169,8 @@ struct MoePipeline::Impl {
 
   int64_t total_rows() const {
     int32_t v = 0;
-    MOEFUZZ_CUDA_CHECK(cudaMemcpy(&v, b.expert_offset + cfg.total_experts(), sizeof(v), cudaMemcpyDeviceToHost));
+    MOEFUZZ_CUDA_CHECK(
+        cudaMemcpy(&v, b.expert_offset + cfg.total_experts(), sizeof(v), cudaMemcpyDeviceToHost));
     return v;
   }
 
@@ -165,23 +180,26 @@ struct MoePipeline::Impl {
     if (rows.size() > 16) {
       const std::vector<T> all = download(buf, total_rows() * cols);
       for (size_t i = 0; i < rows.size(); ++i)
-        std::memcpy(out.data() + i * cols, all.data() + rows[i] * cols, static_cast<size_t>(cols) * sizeof(T));
+        std::memcpy(out.data() + i * cols, all.data() + rows[i] * cols,
+                    static_cast<size_t>(cols) * sizeof(T));
     } else {
       for (size_t i = 0; i < rows.size(); ++i)
-        MOEFUZZ_CUDA_CHECK(cudaMemcpy(out.data() + i * cols, buf + rows[i] * cols, static_cast<size_t>(cols) * sizeof(T),
-                                      cudaMemcpyDeviceToHost));
+        MOEFUZZ_CUDA_CHECK(cudaMemcpy(out.data() + i * cols, buf + rows[i] * cols,
+                                      static_cast<size_t>(cols) * sizeof(T), cudaMemcpyDeviceToHost));
     }
     return out;
   }
 
-  void quant_rows(const uint8_t* packed_buf, const uint8_t* sf_buf, int64_t cols, const std::vector<int64_t>& rows,
-                  std::vector<uint8_t>& packed, std::vector<uint8_t>& scales) const {
+  void quant_rows(const uint8_t* packed_buf, const uint8_t* sf_buf, int64_t cols,
+                  const std::vector<int64_t>& rows, std::vector<uint8_t>& packed,
+                  std::vector<uint8_t>& scales) const {
     packed = rows_of(packed_buf, cols / 2, rows);
     const int64_t kb = cols / 16;
     const std::vector<uint8_t> sf = download(sf_buf, sf_bytes_128x4(cfg.max_rows(), kb));
     scales.resize(rows.size() * static_cast<size_t>(kb));
     for (size_t i = 0; i < rows.size(); ++i)
-      for (int64_t k = 0; k < kb; ++k) scales[i * kb + k] = sf[static_cast<size_t>(sf_offset_128x4(rows[i], k, kb))];
+      for (int64_t k = 0; k < kb; ++k)
+        scales[i * kb + k] = sf[static_cast<size_t>(sf_offset_128x4(rows[i], k, kb))];
   }
 };
 
@@ -197,7 +215,8 @@ void MoePipeline::upload_case(const Case& c) {
   const PipelineConfig& cfg = m.cfg;
   const int64_t T = cfg.tokens, H = cfg.hidden, I = cfg.inter, E = cfg.experts, X = cfg.total_experts();
   auto need = [](bool ok, const char* what) {
-    if (!ok) throw InputError(std::string("cuda kernel: case tensor '") + what + "' has the wrong size or values");
+    if (!ok)
+      throw InputError(std::string("cuda kernel: case tensor '") + what + "' has the wrong size or values");
   };
   need(static_cast<int64_t>(c.hidden.size()) == T * H, "hidden");
   need(static_cast<int64_t>(c.logits.size()) == T * E, "logits");
@@ -218,8 +237,10 @@ void MoePipeline::upload_case(const Case& c) {
   upload(m.logits, c.logits);
   if (cfg.has_bias) upload(m.bias, c.bias);
 
-  std::vector<uint8_t> w13(static_cast<size_t>(X * 2 * I * (H / 2))), w13_sf(static_cast<size_t>(X * m.w13_sf_per_expert));
-  std::vector<uint8_t> w2(static_cast<size_t>(X * H * (I / 2))), w2_sf(static_cast<size_t>(X * m.w2_sf_per_expert));
+  std::vector<uint8_t> w13(static_cast<size_t>(X * 2 * I * (H / 2))),
+      w13_sf(static_cast<size_t>(X * m.w13_sf_per_expert));
+  std::vector<uint8_t> w2(static_cast<size_t>(X * H * (I / 2))),
+      w2_sf(static_cast<size_t>(X * m.w2_sf_per_expert));
   std::vector<float> a1q(X), a2q(X), alpha1(2 * X), alpha2(X);
   for (int64_t e = 0; e < X; ++e) {
     const ExpertWeights& ew = c.experts[static_cast<size_t>(e)];
@@ -285,7 +306,8 @@ void MoePipeline::run() {
   // Padding scale bytes (columns past K/16, rows past the last tile) must read 0x00 (SPEC.md §1.8).
   MOEFUZZ_CUDA_CHECK(cudaMemsetAsync(m.b.a1_sf, 0, sf_bytes_128x4(rows, c.hidden / 16), s));
   MOEFUZZ_CUDA_CHECK(cudaMemsetAsync(m.b.a2_sf, 0, sf_bytes_128x4(rows, c.inter / 16), s));
-  MOEFUZZ_CUDA_CHECK(cudaMemsetAsync(m.b.pair_row, 0xFF, static_cast<size_t>(c.pairs()) * sizeof(int64_t), s));
+  MOEFUZZ_CUDA_CHECK(
+      cudaMemsetAsync(m.b.pair_row, 0xFF, static_cast<size_t>(c.pairs()) * sizeof(int64_t), s));
   launch_routing(c, m.b, s);
   launch_align(c, m.b, s);
   launch_quantize_fc1(c, m.b, s);
@@ -359,7 +381,8 @@ int64_t MoePipeline::gemm_min_bytes() const {
   for (int32_t n : count) {
     rows += n;
     if (n > 0)
-      bytes += 2 * c.inter * (c.hidden / 2) + impl_->w13_sf_per_expert + c.hidden * (c.inter / 2) + impl_->w2_sf_per_expert;
+      bytes += 2 * c.inter * (c.hidden / 2) + impl_->w13_sf_per_expert + c.hidden * (c.inter / 2) +
+               impl_->w2_sf_per_expert;
   }
   // bf16 activations: A1 read, GEMM1 out written, A2 read, GEMM2 out written.
   bytes += rows * 2 * (c.hidden + 2 * c.inter + c.inter + c.hidden);

@@ -69,27 +69,29 @@ enum CudaDeviation : uint32_t {
 struct PipelineConfig {
   int64_t tokens = 0, hidden = 0, inter = 0, experts = 0, top_k = 0;
   int64_t n_group = 1, topk_group = 1;
-  int64_t shared_experts = 0;     // weights E .. E+shared-1
-  int64_t fused_shared = 0;       // shared experts routed as extra top-k slots
-  int64_t separate_shared = 0;    // shared experts computed apart and added after the routed sum
-  int64_t vocab = 0;              // hash table rows
-  int mode = 0;                   // RoutingMode
-  int hash_score = 0;             // ScoreFunc
+  int64_t shared_experts = 0;   // weights E .. E+shared-1
+  int64_t fused_shared = 0;     // shared experts routed as extra top-k slots
+  int64_t separate_shared = 0;  // shared experts computed apart and added after the routed sum
+  int64_t vocab = 0;            // hash table rows
+  int mode = 0;                 // RoutingMode
+  int hash_score = 0;           // ScoreFunc
   bool renormalize = true;
   bool has_bias = false;
   float rsf = 1.0f;
   bool rsf_in_topk = true;
   float renorm_epsilon = 0.0f;
   bool fused_shared_weight_inv_rsf = true;
-  bool up_first = false;          // w13 rows [up; gate] (FlashInfer/TRT-LLM) instead of [gate; up]
-  bool zero_scale_by_vecmax = true;  // ZeroScaleRule::kVecMaxTest
+  bool up_first = false;               // w13 rows [up; gate] (FlashInfer/TRT-LLM) instead of [gate; up]
+  bool zero_scale_by_vecmax = true;    // ZeroScaleRule::kVecMaxTest
   bool combine_bf16_products = false;  // CombineAccum::kBf16Products (else kFp32SlotOrder)
   float swiglu_limit = 0, swiglu_alpha = 1, swiglu_beta = 0;
   bool swiglu_clamped = false;
   int tactic = 0;
   uint32_t deviation = kDevNone;  // CudaDeviation bits (mutants only)
 
-  MOEFUZZ_HOST_DEVICE int64_t routed_slots() const { return top_k + fused_shared; }       // slots visible in LayerResult
+  MOEFUZZ_HOST_DEVICE int64_t routed_slots() const {
+    return top_k + fused_shared;
+  }  // slots visible in LayerResult
   MOEFUZZ_HOST_DEVICE int64_t all_slots() const { return routed_slots() + separate_shared; }
   MOEFUZZ_HOST_DEVICE int64_t pairs() const { return tokens * all_slots(); }
   MOEFUZZ_HOST_DEVICE int64_t total_experts() const { return experts + shared_experts; }
@@ -103,8 +105,8 @@ PipelineConfig config_for(const CaseRecipe& r, const Profile& p, int tactic);
 
 // Which pair (t * all_slots + slot) each permuted row holds (-1 = padding), and each pair's row.
 struct Permutation {
-  std::vector<int32_t> row_pair;   // [rows]
-  std::vector<int64_t> pair_row;   // [pairs]
+  std::vector<int32_t> row_pair;  // [rows]
+  std::vector<int64_t> pair_row;  // [pairs]
   int64_t rows = 0;
 };
 
@@ -120,18 +122,21 @@ class MoePipeline {
   void upload_case(const Case& c);
   // Benchmarks: random codes/scales/activations written by a device kernel (no host copy).
   void fill_random_device(uint64_t seed);
-  void run();                     // all stages; synchronizes and throws std::runtime_error on CUDA errors
-  float time_gemms_ms(int iters); // median time of GEMM1 + GEMM2 alone over `iters` replays
+  void run();                      // all stages; synchronizes and throws std::runtime_error on CUDA errors
+  float time_gemms_ms(int iters);  // median time of GEMM1 + GEMM2 alone over `iters` replays
 
   // Downloads (host order). Row-returning calls take permuted row indices.
-  std::vector<uint16_t> download_output() const;                 // bf16 [T, H]
+  std::vector<uint16_t> download_output() const;                                        // bf16 [T, H]
   void download_routing(std::vector<int32_t>& ids, std::vector<float>& weights) const;  // [T, all_slots]
   Permutation download_permutation() const;
   // Per permuted row: packed codes (cols/2 bytes) and LINEAR scales (cols/16 bytes), read out of the
   // 128x4-swizzled device layout.
-  void download_fc1_rows(const std::vector<int64_t>& rows, std::vector<uint8_t>& packed, std::vector<uint8_t>& scales) const;
-  void download_fc2_rows(const std::vector<int64_t>& rows, std::vector<uint8_t>& packed, std::vector<uint8_t>& scales) const;
-  std::vector<uint16_t> download_gemm1_rows(const std::vector<int64_t>& rows) const;  // bf16 [n, 2I] KERNEL order
+  void download_fc1_rows(const std::vector<int64_t>& rows, std::vector<uint8_t>& packed,
+                         std::vector<uint8_t>& scales) const;
+  void download_fc2_rows(const std::vector<int64_t>& rows, std::vector<uint8_t>& packed,
+                         std::vector<uint8_t>& scales) const;
+  std::vector<uint16_t> download_gemm1_rows(
+      const std::vector<int64_t>& rows) const;  // bf16 [n, 2I] KERNEL order
   std::vector<uint16_t> download_act_rows(const std::vector<int64_t>& rows) const;    // bf16 [n, I]
   std::vector<uint16_t> download_gemm2_rows(const std::vector<int64_t>& rows) const;  // bf16 [n, H]
   // Bytes GEMM1 + GEMM2 must move at least: weights (codes + scales) of experts with >= 1 row,

@@ -12,9 +12,9 @@
 namespace moefuzz::cuda {
 
 struct Nvfp4Block {
-  uint32_t packed[2];   // 16 codes, element 2j in the low nibble of byte j
-  uint8_t scale;        // E4M3 byte
-  uint32_t dq[8];       // 16 bf16 values, element 2j in the low half of word j
+  uint32_t packed[2];  // 16 codes, element 2j in the low nibble of byte j
+  uint8_t scale;       // E4M3 byte
+  uint32_t dq[8];      // 16 bf16 values, element 2j in the low half of word j
 };
 
 // `x` holds 16 bf16-valued floats; `s_q` is the quantization global scale.
@@ -36,8 +36,10 @@ __device__ __forceinline__ Nvfp4Block quantize_block(const float (&x)[16], float
     const uint32_t code = e2m1_from_float_sw(__fmul_rn(x[i], out_scale));
     out.packed[i / 8] |= code << (4 * (i % 8));
     const uint32_t bits = float_to_bf16_bits(__fmul_rn(e2m1_to_float_dev(code), sfd));
-    if (i % 2 == 0) out.dq[i / 2] = bits;
-    else out.dq[i / 2] |= bits << 16;
+    if (i % 2 == 0)
+      out.dq[i / 2] = bits;
+    else
+      out.dq[i / 2] |= bits << 16;
   }
   return out;
 }

@@ -45,7 +45,8 @@ void launch_quantize_fc1(const PipelineConfig& cfg, const DeviceBuffers& b, cuda
   const int64_t n = cfg.max_rows() * (cfg.hidden / 16);
   if (n == 0) return;
   constexpr int kThreads = 256;
-  quantize_fc1_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, s>>>(cfg, b, cfg.max_rows());
+  quantize_fc1_kernel<<<static_cast<unsigned>((n + kThreads - 1) / kThreads), kThreads, 0, s>>>(
+      cfg, b, cfg.max_rows());
   MOEFUZZ_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -21,7 +21,9 @@ __device__ __forceinline__ uint32_t ordered_bits(float f) {
 __device__ __forceinline__ uint64_t topk_key(float v, int idx) {
   return (static_cast<uint64_t>(ordered_bits(v)) << 32) | (0xFFFFFFFFu - static_cast<uint32_t>(idx));
 }
-__device__ __forceinline__ int key_index(uint64_t key) { return static_cast<int>(0xFFFFFFFFu - static_cast<uint32_t>(key)); }
+__device__ __forceinline__ int key_index(uint64_t key) {
+  return static_cast<int>(0xFFFFFFFFu - static_cast<uint32_t>(key));
+}
 __device__ __forceinline__ uint64_t warp_max_u64(uint64_t v) {
   for (int o = 16; o > 0; o >>= 1) {
     const uint64_t other = __shfl_xor_sync(0xFFFFFFFFu, v, o);
@@ -108,8 +110,11 @@ __global__ void routing_kernel(RoutingArgs a) {
         float best = -INFINITY, second = -INFINITY;
         for (int j = 0; j < G; ++j) {
           const float v = select[g * G + j];
-          if (v > best) { second = best; best = v; }
-          else if (v > second) second = v;
+          if (v > best) {
+            second = best;
+            best = v;
+          } else if (v > second)
+            second = v;
         }
         group_score[g] = (cfg.has_bias && G >= 2) ? __fadd_rn(best, second) : best;
         group_keep[g] = 0;
@@ -122,7 +127,10 @@ __global__ void routing_kernel(RoutingArgs a) {
           for (int g = 0; g < groups; ++g) {
             if (group_keep[g]) continue;
             const uint64_t k = topk_key(group_score[g], g);
-            if (bi < 0 || k > bk) { bk = k; bi = g; }
+            if (bi < 0 || k > bk) {
+              bk = k;
+              bi = g;
+            }
           }
           group_keep[bi] = 1;
         }
@@ -169,8 +177,9 @@ __global__ void routing_kernel(RoutingArgs a) {
 
   // Weights (lane 0: k is small; slot order fixes the fp32 sum order).
   if (lane == 0) {
-    const bool softmax_scores = mode == RoutingMode::kSoftmax ||
-                                (mode == RoutingMode::kHash && static_cast<ScoreFunc>(cfg.hash_score) == ScoreFunc::kSoftmax);
+    const bool softmax_scores =
+        mode == RoutingMode::kSoftmax ||
+        (mode == RoutingMode::kHash && static_cast<ScoreFunc>(cfg.hash_score) == ScoreFunc::kSoftmax);
     const bool renorm = cfg.renormalize && !(mode == RoutingMode::kHash && softmax_scores);
     float sum = 0.0f;
     for (int j = 0; j < K; ++j) {

@@ -7,14 +7,17 @@ void add_weight_scale_mutants(std::vector<KernelEntry>& out) {
   // BUGZOO Z10 (TensorRT-LLM #10331): the partial last 128-row tile of the 128x4 swizzled scales is
   // indexed with its 32x4 atom transposed; rows past the end read zero padding. Only when a weight
   // matrix's row count (I or H) is not a multiple of 128.
-  out.push_back(mutant_entry("mutant/z10-swizzle-tail", "BUGZOO Z10: scale swizzle of the partial last 128-row tile mishandled",
-                             {"PAD", "ORACLE"}, [](cpu::CpuConfig& c) { c.dev.swizzle_tail_transposed = true; }));
+  out.push_back(mutant_entry(
+      "mutant/z10-swizzle-tail", "BUGZOO Z10: scale swizzle of the partial last 128-row tile mishandled",
+      {"PAD", "ORACLE"}, [](cpu::CpuConfig& c) { c.dev.swizzle_tail_transposed = true; }));
   // BUGZOO Z11 (vLLM #54974): the gate's global scale used for the up half too.
-  out.push_back(mutant_entry("mutant/z11-up-uses-gate-global", "BUGZOO Z11: up half dequantized with the gate's global scale",
-                             {"GSCALE", "ORACLE"}, [](cpu::CpuConfig& c) { c.dev.up_uses_gate_global = true; }));
+  out.push_back(mutant_entry(
+      "mutant/z11-up-uses-gate-global", "BUGZOO Z11: up half dequantized with the gate's global scale",
+      {"GSCALE", "ORACLE"}, [](cpu::CpuConfig& c) { c.dev.up_uses_gate_global = true; }));
   // BUGZOO Z12 (vLLM #57092): weight-scale expert stride 0, every expert reads expert 0's block scales.
-  out.push_back(mutant_entry("mutant/z12-expert0-scales", "BUGZOO Z12: every expert reads expert 0's weight block scales",
-                             {"PERM", "ORACLE"}, [](cpu::CpuConfig& c) { c.dev.expert0_weight_scales = true; }));
+  out.push_back(mutant_entry(
+      "mutant/z12-expert0-scales", "BUGZOO Z12: every expert reads expert 0's weight block scales",
+      {"PERM", "ORACLE"}, [](cpu::CpuConfig& c) { c.dev.expert0_weight_scales = true; }));
 }
 
 }  // namespace moefuzz::mutants

@@ -39,20 +39,48 @@ struct ModelShape {
 
 const std::vector<ModelShape>& models() {
   static const std::vector<ModelShape> m = {
-      {"deepseek-v3", {.tokens = 4, .hidden = 7168, .inter = 2048, .experts = 256, .top_k = 8, .n_group = 8, .topk_group = 4, .shared_experts = 1},
-       RoutingMode::kSigmoidGrouped, ScoreFunc::kSigmoid, true, 2.5, INFINITY},
-      {"qwen3-moe", {.tokens = 4, .hidden = 2048, .inter = 768, .experts = 128, .top_k = 8},
-       RoutingMode::kSoftmax, ScoreFunc::kSoftmax, true, 1.0, INFINITY},
-      {"mixtral", {.tokens = 4, .hidden = 4096, .inter = 14336, .experts = 8, .top_k = 2},
-       RoutingMode::kSoftmax, ScoreFunc::kSoftmax, true, 1.0, INFINITY},
-      {"deepseek-v4-hash", {.tokens = 4, .hidden = 4096, .inter = 2048, .experts = 256, .top_k = 6, .shared_experts = 1},
-       RoutingMode::kHash, ScoreFunc::kSqrtSoftplus, true, 1.5, 10.0},
+      {"deepseek-v3",
+       {.tokens = 4,
+        .hidden = 7168,
+        .inter = 2048,
+        .experts = 256,
+        .top_k = 8,
+        .n_group = 8,
+        .topk_group = 4,
+        .shared_experts = 1},
+       RoutingMode::kSigmoidGrouped,
+       ScoreFunc::kSigmoid,
+       true,
+       2.5,
+       INFINITY},
+      {"qwen3-moe",
+       {.tokens = 4, .hidden = 2048, .inter = 768, .experts = 128, .top_k = 8},
+       RoutingMode::kSoftmax,
+       ScoreFunc::kSoftmax,
+       true,
+       1.0,
+       INFINITY},
+      {"mixtral",
+       {.tokens = 4, .hidden = 4096, .inter = 14336, .experts = 8, .top_k = 2},
+       RoutingMode::kSoftmax,
+       ScoreFunc::kSoftmax,
+       true,
+       1.0,
+       INFINITY},
+      {"deepseek-v4-hash",
+       {.tokens = 4, .hidden = 4096, .inter = 2048, .experts = 256, .top_k = 6, .shared_experts = 1},
+       RoutingMode::kHash,
+       ScoreFunc::kSqrtSoftplus,
+       true,
+       1.5,
+       10.0},
   };
   return m;
 }
 
 // Token counts that sit on and around tile boundaries.
-const std::vector<int64_t> kBoundaryTokens = {1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129};
+const std::vector<int64_t> kBoundaryTokens = {1,  2,  3,  7,  8,  9,  15,  16,  17,
+                                              31, 32, 33, 63, 64, 65, 127, 128, 129};
 
 }  // namespace
 
@@ -68,7 +96,8 @@ rc::Gen<ValueProfile> value_profile() {
     ValueProfile v;
     v.logits = *enum_in({LogitProfile::kNormal, LogitProfile::kAllNegative, LogitProfile::kVeryNegative,
                          LogitProfile::kTies, LogitProfile::kNearTies, LogitProfile::kLarge});
-    v.bias = *enum_in({BiasProfile::kSmall, BiasProfile::kDominant, BiasProfile::kNegative, BiasProfile::kZero});
+    v.bias =
+        *enum_in({BiasProfile::kSmall, BiasProfile::kDominant, BiasProfile::kNegative, BiasProfile::kZero});
     v.table = *enum_in({TableProfile::kDistinct, TableProfile::kDuplicates});
     v.weights = *enum_in({WeightProfile::kNormal, WeightProfile::kZeroBlocks, WeightProfile::kWideScales,
                           WeightProfile::kTinyScales, WeightProfile::kExpertSpread});
@@ -93,7 +122,11 @@ void draw_semantics(CaseRecipe& r) {
   r.quant.gate_up_scale_ratio = *one_of<double>({1.0, 0.125, 4.0, 0.37});
   const int swiglu = *rc::gen::inRange(0, 4);
   if (swiglu == 1) r.swiglu.limit = 10.0;
-  if (swiglu == 2) { r.swiglu.limit = 1.0; r.swiglu.alpha = 1.702; r.swiglu.beta = 1.0; }
+  if (swiglu == 2) {
+    r.swiglu.limit = 1.0;
+    r.swiglu.alpha = 1.702;
+    r.swiglu.beta = 1.0;
+  }
   r.values = *value_profile();
   r.seed = *rc::gen::arbitrary<uint64_t>();
 }
@@ -103,7 +136,8 @@ void draw_routing_shape(CaseRecipe& r, int64_t max_experts, int64_t max_k) {
   Shape& s = r.shape;
   if (r.routing.mode == RoutingMode::kSigmoidGrouped) {
     s.n_group = *one_of<int64_t>({1, 2, 4, 8});
-    const int64_t per_group = *rc::gen::inRange<int64_t>(1, std::max<int64_t>(2, max_experts / s.n_group + 1));
+    const int64_t per_group =
+        *rc::gen::inRange<int64_t>(1, std::max<int64_t>(2, max_experts / s.n_group + 1));
     s.experts = s.n_group * per_group;
     s.topk_group = *rc::gen::inRange<int64_t>(1, s.n_group + 1);
     s.top_k = *rc::gen::inRange<int64_t>(1, std::min(max_k, s.topk_group * per_group) + 1);
@@ -129,17 +163,20 @@ rc::Gen<CaseRecipe> recipe(ShapeClass shapes) {
     const bool small = shapes == ShapeClass::kSmall, medium = shapes == ShapeClass::kMedium;
     draw_routing_shape(r, small ? 32 : medium ? 64 : 256, 8);
     r.shape.tokens = small ? *rc::gen::inRange<int64_t>(1, 41) : *one_of(kBoundaryTokens);
-    r.shape.hidden = 16 * (small ? *rc::gen::inRange<int64_t>(1, 17) : medium ? *rc::gen::inRange<int64_t>(1, 65)
-                                                                               : *one_of<int64_t>({128, 256, 448}));
-    r.shape.inter = 16 * (small ? *rc::gen::inRange<int64_t>(1, 9) : medium ? *rc::gen::inRange<int64_t>(1, 33)
-                                                                             : *one_of<int64_t>({64, 116, 128}));
+    r.shape.hidden = 16 * (small    ? *rc::gen::inRange<int64_t>(1, 17)
+                           : medium ? *rc::gen::inRange<int64_t>(1, 65)
+                                    : *one_of<int64_t>({128, 256, 448}));
+    r.shape.inter = 16 * (small    ? *rc::gen::inRange<int64_t>(1, 9)
+                          : medium ? *rc::gen::inRange<int64_t>(1, 33)
+                                   : *one_of<int64_t>({64, 116, 128}));
     draw_semantics(r);
     return r;
   });
 }
 
 rc::Gen<CaseRecipe> model(std::string_view name) {
-  const auto it = std::find_if(models().begin(), models().end(), [&](const ModelShape& m) { return m.name == name; });
+  const auto it =
+      std::find_if(models().begin(), models().end(), [&](const ModelShape& m) { return m.name == name; });
   if (it == models().end()) {
     std::string known;
     for (const auto& m : models()) known += (known.empty() ? "" : ", ") + m.name;
@@ -159,8 +196,9 @@ rc::Gen<CaseRecipe> model(std::string_view name) {
     r.swiglu.limit = m.swiglu_limit;
     // Production serves both shared-expert placements (SGLang fuses the shared expert into an extra
     // top-k slot, others add it after the routed sum): draw either where the model has one.
-    r.routing.shared_fusion = m.shape.shared_experts > 0 ? *enum_in({SharedFusion::kSeparate, SharedFusion::kFused})
-                                                         : SharedFusion::kSeparate;
+    r.routing.shared_fusion = m.shape.shared_experts > 0
+                                  ? *enum_in({SharedFusion::kSeparate, SharedFusion::kFused})
+                                  : SharedFusion::kSeparate;
     // DeepSeek-V3's noaux_tc routing always adds e_score_correction_bias (SPEC.md §2.1).
     if (m.mode == RoutingMode::kSigmoidGrouped) r.routing.correction_bias = true;
     if (m.mode == RoutingMode::kHash) r.values.table = TableProfile::kDuplicates;

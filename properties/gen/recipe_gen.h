@@ -5,8 +5,8 @@
 // `moefuzz check` campaign (sampled deterministically from a seed) and the kill matrix.
 //
 // Example:
-//   rc::prop("SCALE1 holds", [] { const auto r = *moefuzz::gen::recipe(moefuzz::gen::ShapeClass::kSmall); ... });
-//   moefuzz::CaseRecipe r = moefuzz::gen::sample(moefuzz::gen::recipe(kSmall), /*seed=*/7, /*index=*/3);
+//   rc::prop("SCALE1 holds", [] { const auto r = *moefuzz::gen::recipe(moefuzz::gen::ShapeClass::kSmall); ...
+//   }); moefuzz::CaseRecipe r = moefuzz::gen::sample(moefuzz::gen::recipe(kSmall), /*seed=*/7, /*index=*/3);
 #include <rapidcheck.h>
 
 #include <ostream>
@@ -18,10 +18,10 @@
 namespace moefuzz::gen {
 
 enum class ShapeClass : uint8_t {
-  kSmall,      // T <= 40, H <= 256, I <= 128, E <= 64: thousands of cases per minute
-  kMedium,     // tile-boundary token counts (127, 128, 129, ...), H up to 1024
-  kLarge,      // H up to 7168, I up to 2048, E up to 256
-  kModel,      // one of the real models below, T small
+  kSmall,   // T <= 40, H <= 256, I <= 128, E <= 64: thousands of cases per minute
+  kMedium,  // tile-boundary token counts (127, 128, 129, ...), H up to 1024
+  kLarge,   // H up to 7168, I up to 2048, E up to 256
+  kModel,   // one of the real models below, T small
 };
 
 // Real model configurations (DeepSeek-V3, Qwen3-MoE, Mixtral, DeepSeek-V4-style hash layers).

@@ -42,19 +42,21 @@ Invariant make_repeat_invariant() {
 Invariant make_canary_invariant() {
   Invariant inv;
   inv.code = "CANARY";
-  inv.description = "poisoned outputs fully written, guard bands intact, poison does not leak, inputs unchanged";
+  inv.description =
+      "poisoned outputs fully written, guard bands intact, poison does not leak, inputs unchanged";
   inv.applies = [](const Kernel&, const CaseRecipe&) { return std::string(); };
   inv.check = [](CheckContext& ctx) -> Verdict {
     const Case& c = ctx.base_case();
     if (!ctx.baseline_fault().empty()) return Verdict::fail("CANARY", "output", ctx.baseline_fault());
-    if (case_fingerprint(c) != ctx.input_hash_at_start()) return Verdict::fail("CANARY", "input", "the kernel modified its input tensors");
+    if (case_fingerprint(c) != ctx.input_hash_at_start())
+      return Verdict::fail("CANARY", "input", "the kernel modified its input tensors");
     RunOptions other = ctx.options();
     other.poison_bits = 0xFFC0DEADu;  // a second NaN payload: outputs must not depend on the fill
     const GuardedRun g = run_guarded(ctx.kernel(), c, other);
     if (!g.canary.clean()) return Verdict::fail("CANARY", "output", g.canary.summary());
     if (!ctx.kernel().claims().deterministic) return Verdict::pass("CANARY", "output");
-    Verdict v = bitwise_compare("CANARY", "output", g.result.output, ctx.baseline().output, c.recipe.shape.tokens,
-                                c.recipe.shape.hidden);
+    Verdict v = bitwise_compare("CANARY", "output", g.result.output, ctx.baseline().output,
+                                c.recipe.shape.tokens, c.recipe.shape.hidden);
     if (v.failed()) v.message = "output depends on the poison fill (reads unwritten memory): " + v.message;
     return v;
   };

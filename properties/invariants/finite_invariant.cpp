@@ -23,8 +23,12 @@ Invariant make_finite_invariant() {
       // Tokens with a non-finite logit have unspecified weights (oracles/routing_ref.h).
       if (!std::isfinite(r.routing.weights[i]) &&
           token_weights_specified(ctx.base_case(), static_cast<int64_t>(i) / S)) {
-        ElementError e{{.token = static_cast<int64_t>(i) / S, .slot = static_cast<int64_t>(i) % S,
-                        .expert = r.routing.ids[i]}, r.routing.weights[i], NAN, 0};
+        ElementError e{{.token = static_cast<int64_t>(i) / S,
+                        .slot = static_cast<int64_t>(i) % S,
+                        .expert = r.routing.ids[i]},
+                       r.routing.weights[i],
+                       NAN,
+                       0};
         return Verdict::fail("FINITE", "route", fmt::format("routing weight is {}", r.routing.weights[i]), e);
       }
     if (auto skip = rejected("FINITE", ctx.oracle())) return *skip;
@@ -34,8 +38,9 @@ Invariant make_finite_invariant() {
         const size_t i = static_cast<size_t>(t * out.cols + h);
         if (!std::isfinite(r.output[i]) && std::isfinite(out.expected[i])) {
           ElementError e{{.token = t, .element = h}, r.output[i], out.expected[i], out.bound[i]};
-          return Verdict::fail("FINITE", "output", fmt::format("output is {} where the oracle expects {}", r.output[i],
-                                                               out.expected[i]), e);
+          return Verdict::fail(
+              "FINITE", "output",
+              fmt::format("output is {} where the oracle expects {}", r.output[i], out.expected[i]), e);
         }
       }
     Verdict v = Verdict::pass("FINITE", "output");

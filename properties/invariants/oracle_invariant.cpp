@@ -39,7 +39,9 @@ std::string accepted_corruption(const std::vector<double>& got, const StageExpec
 Invariant make_oracle_invariant() {
   Invariant inv;
   inv.code = "ORACLE";
-  inv.description = "kernel vs high-precision oracle under its declared profile, within the derived bound; decisions admitted";
+  inv.description =
+      "kernel vs high-precision oracle under its declared profile, within the derived bound; decisions "
+      "admitted";
   inv.applies = [](const Kernel&, const CaseRecipe&) { return std::string(); };
   inv.check = [](CheckContext& ctx) {
     const LayerResult& r = ctx.baseline();

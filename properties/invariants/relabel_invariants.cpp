@@ -31,7 +31,8 @@ Verdict compare_runs(CheckContext& ctx, const std::string& code, const Case& cb,
 Invariant make_perm_invariant() {
   Invariant inv;
   inv.code = "PERM";
-  inv.description = "relabeling experts with their weights, scales, logits and bias leaves the output unchanged";
+  inv.description =
+      "relabeling experts with their weights, scales, logits and bias leaves the output unchanged";
   inv.applies = [](const Kernel&, const CaseRecipe& r) {
     return r.shape.experts > 1 ? std::string() : std::string("one expert: nothing to relabel");
   };
@@ -47,10 +48,12 @@ Invariant make_perm_invariant() {
     std::vector<int64_t> rows;
     for (int64_t t = 0; t < c.recipe.shape.tokens; ++t) {
       std::multiset<int32_t> mapped;
-      for (int32_t id : token_ids_of(r.routing, t)) mapped.insert(id < E ? static_cast<int32_t>(perm[static_cast<size_t>(id)]) : id);
+      for (int32_t id : token_ids_of(r.routing, t))
+        mapped.insert(id < E ? static_cast<int32_t>(perm[static_cast<size_t>(id)]) : id);
       if (mapped == token_ids_of(rp.routing, t)) rows.push_back(t);
     }
-    if (rows.empty()) return Verdict::skip("PERM", "no token kept a corresponding selection (ties everywhere)");
+    if (rows.empty())
+      return Verdict::skip("PERM", "no token kept a corresponding selection (ties everywhere)");
     return compare_runs(ctx, "PERM", p, rp, rows, rows, c.recipe.shape.hidden);
   };
   return inv;
@@ -79,15 +82,18 @@ Invariant make_batch_invariant() {
       if (ctx.kernel().claims().batch_invariant) {
         std::vector<float> a, b;
         for (size_t i = 0; i < rows->size(); ++i) {
-          a.insert(a.end(), ctx.baseline().output.begin() + (*rows)[i] * H, ctx.baseline().output.begin() + ((*rows)[i] + 1) * H);
-          b.insert(b.end(), rs.output.begin() + static_cast<int64_t>(i) * H, rs.output.begin() + (static_cast<int64_t>(i) + 1) * H);
+          a.insert(a.end(), ctx.baseline().output.begin() + (*rows)[i] * H,
+                   ctx.baseline().output.begin() + ((*rows)[i] + 1) * H);
+          b.insert(b.end(), rs.output.begin() + static_cast<int64_t>(i) * H,
+                   rs.output.begin() + (static_cast<int64_t>(i) + 1) * H);
         }
         v = bitwise_compare("BATCH", "output", b, a, static_cast<int64_t>(rows->size()), H);
       } else {
         v = compare_runs(ctx, "BATCH", sub, rs, *rows, own, H);
       }
       if (v.failed()) {
-        v.message = fmt::format("{}: {}", rows == &odd ? "odd tokens alone" : "tokens in reverse order", v.message);
+        v.message =
+            fmt::format("{}: {}", rows == &odd ? "odd tokens alone" : "tokens in reverse order", v.message);
         return v;
       }
     }
@@ -123,12 +129,14 @@ Invariant make_pad_invariant() {
       // overflowed GEMM1): Inf * 0 = NaN reaches the padded columns too, as IEEE requires; the oracle
       // leaves such rows to FINITE (found by zero-fp: tiny weight scales, far act scale, NaN row).
       bool row_finite = true;
-      for (int64_t h = 0; h < H; ++h) row_finite = row_finite && std::isfinite(rp.output[static_cast<size_t>(t * H2 + h)]);
+      for (int64_t h = 0; h < H; ++h)
+        row_finite = row_finite && std::isfinite(rp.output[static_cast<size_t>(t * H2 + h)]);
       if (!row_finite) continue;
       for (int64_t h = H; h < H2; ++h)
         if (rp.output[static_cast<size_t>(t * H2 + h)] != 0.0f)
-          return Verdict::fail("PAD", "output", "a zero-padded output column is not zero",
-                               ElementError{{.token = t, .element = h}, rp.output[static_cast<size_t>(t * H2 + h)], 0.0, 0.0});
+          return Verdict::fail(
+              "PAD", "output", "a zero-padded output column is not zero",
+              ElementError{{.token = t, .element = h}, rp.output[static_cast<size_t>(t * H2 + h)], 0.0, 0.0});
     }
     return v;
   };
@@ -138,7 +146,8 @@ Invariant make_pad_invariant() {
 Invariant make_gscale_invariant() {
   Invariant inv;
   inv.code = "GSCALE";
-  inv.description = "block scales x 2^k with global scale / 2^k leaves the output unchanged (per half, per expert)";
+  inv.description =
+      "block scales x 2^k with global scale / 2^k leaves the output unchanged (per half, per expert)";
   inv.applies = [](const Kernel&, const CaseRecipe&) { return std::string(); };
   inv.check = [](CheckContext& ctx) -> Verdict {
     const Case& c = ctx.base_case();

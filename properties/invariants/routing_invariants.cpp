@@ -49,14 +49,17 @@ Invariant make_shift_invariant() {
     // the two runs and the weight bounds, which exist either way; a correct kernel is never rejected.
     const int64_t T = r.routing.tokens, S = r.routing.slots;
     const size_t n = static_cast<size_t>(T * S);
-    if (rs.routing.tokens != T || rs.routing.slots != S || r.routing.ids.size() != n || rs.routing.ids.size() != n ||
-        r.routing.weights.size() != n || rs.routing.weights.size() != n || ca.near_tie.size() != static_cast<size_t>(T))
+    if (rs.routing.tokens != T || rs.routing.slots != S || r.routing.ids.size() != n ||
+        rs.routing.ids.size() != n || r.routing.weights.size() != n || rs.routing.weights.size() != n ||
+        ca.near_tie.size() != static_cast<size_t>(T))
       return Verdict::skip("SHIFT", "routing output has the wrong shape (STRUCT reports it)");
     Side a, b;  // the weights of both runs, matched by expert id, with the oracle's weight expectations
     for (int64_t t = 0; t < T; ++t) {
-      if (ca.near_tie[static_cast<size_t>(t)] || cb.near_tie[static_cast<size_t>(t)]) continue;  // sets may differ at ties
+      if (ca.near_tie[static_cast<size_t>(t)] || cb.near_tie[static_cast<size_t>(t)])
+        continue;  // sets may differ at ties
       if (token_ids_of(r.routing, t) != token_ids_of(rs.routing, t))
-        return Verdict::fail("SHIFT", "route", fmt::format("token {}: shifting every logit changed the selected experts", t),
+        return Verdict::fail("SHIFT", "route",
+                             fmt::format("token {}: shifting every logit changed the selected experts", t),
                              ElementError{{.token = t}, NAN, NAN, 0});
       // Compare weights by expert id (slot order may differ).
       for (int64_t j = 0; j < S; ++j) {
@@ -64,8 +67,12 @@ Invariant make_shift_invariant() {
         for (int64_t m = 0; m < S; ++m) {
           const size_t k = static_cast<size_t>(t * S + m);
           if (rs.routing.ids[k] != r.routing.ids[i]) continue;
-          b.got.push_back(rs.routing.weights[k]); b.expected.push_back(cb.expected_weights[k]); b.bound.push_back(cb.weight_bounds[k]);
-          a.got.push_back(r.routing.weights[i]); a.expected.push_back(ca.expected_weights[i]); a.bound.push_back(ca.weight_bounds[i]);
+          b.got.push_back(rs.routing.weights[k]);
+          b.expected.push_back(cb.expected_weights[k]);
+          b.bound.push_back(cb.weight_bounds[k]);
+          a.got.push_back(r.routing.weights[i]);
+          a.expected.push_back(ca.expected_weights[i]);
+          a.bound.push_back(ca.weight_bounds[i]);
           break;
         }
       }
@@ -97,14 +104,19 @@ Invariant make_weight1_invariant() {
     Case lowered = routed;
     std::vector<double> factor(static_cast<size_t>(sh.tokens), 1.0);
     for (int64_t t = 0; t < sh.tokens; ++t) {
-      std::set<int32_t> sel(r0.routing.ids.begin() + t * r0.routing.slots, r0.routing.ids.begin() + (t + 1) * r0.routing.slots);
+      std::set<int32_t> sel(r0.routing.ids.begin() + t * r0.routing.slots,
+                            r0.routing.ids.begin() + (t + 1) * r0.routing.slots);
       double z = 0, z2 = 0, mx = -INFINITY;
-      for (int64_t e = 0; e < sh.experts; ++e) mx = std::max<double>(mx, routed.logits[static_cast<size_t>(t * sh.experts + e)]);
+      for (int64_t e = 0; e < sh.experts; ++e)
+        mx = std::max<double>(mx, routed.logits[static_cast<size_t>(t * sh.experts + e)]);
       for (int64_t e = 0; e < sh.experts; ++e) {
         float& x = lowered.logits[static_cast<size_t>(t * sh.experts + e)];
         const double p = std::exp(static_cast<double>(x) - mx);
         z += p;
-        if (sel.count(static_cast<int32_t>(e))) { z2 += p; continue; }
+        if (sel.count(static_cast<int32_t>(e))) {
+          z2 += p;
+          continue;
+        }
         const float y = x - 64.0f;
         x = y;
         z2 += std::exp(static_cast<double>(y) - mx);
@@ -120,7 +132,8 @@ Invariant make_weight1_invariant() {
     for (int64_t t = 0; t < sh.tokens; ++t) {
       const double f = factor[static_cast<size_t>(t)];
       max_f = std::max(max_f, f);
-      if (token_ids_of(r0.routing, t) != token_ids_of(r1.routing, t)) return Verdict::skip("WEIGHT1", "selection moved (near-tie)");
+      if (token_ids_of(r0.routing, t) != token_ids_of(r1.routing, t))
+        return Verdict::skip("WEIGHT1", "selection moved (near-tie)");
       for (int64_t h = 0; h < sh.hidden; ++h) {
         const size_t i = static_cast<size_t>(t * sh.hidden + h);
         expected[i] = f * s0.got[i];
@@ -134,9 +147,12 @@ Invariant make_weight1_invariant() {
         if (std::isnan(bound[i])) expected[i] = NAN;
       }
     }
-    if (max_f < 1 + 0x1p-4) return Verdict::skip("WEIGHT1", "unselected experts carry too little mass to move the weights");
+    if (max_f < 1 + 0x1p-4)
+      return Verdict::skip("WEIGHT1", "unselected experts carry too little mass to move the weights");
     Verdict v = compare_elementwise("WEIGHT1", "output", got, expected, bound, sh.tokens, sh.hidden);
-    if (v.failed()) v.message = fmt::format("weights scaled by up to {:.3f}; output did not scale linearly: {}", max_f, v.message);
+    if (v.failed())
+      v.message =
+          fmt::format("weights scaled by up to {:.3f}; output did not scale linearly: {}", max_f, v.message);
     return v;
   };
   return inv;
@@ -145,7 +161,9 @@ Invariant make_weight1_invariant() {
 Invariant make_dup_invariant() {
   Invariant inv;
   inv.code = "DUP";
-  inv.description = "hash rows with a repeated expert id: each slot keeps its own weight ([e,e] with [a,b] == [e] with a+b)";
+  inv.description =
+      "hash rows with a repeated expert id: each slot keeps its own weight ([e,e] with [a,b] == [e] with "
+      "a+b)";
   inv.applies = [](const Kernel&, const CaseRecipe& r) {
     return r.routing.mode == RoutingMode::kHash ? std::string() : std::string("needs hash routing");
   };
@@ -159,7 +177,8 @@ Invariant make_dup_invariant() {
     int64_t dup_tokens = 0;
     for (int64_t t = 0; t < sh.tokens; ++t) {
       const int64_t tid = c.token_ids[static_cast<size_t>(t)];
-      std::multiset<int32_t> row(c.hash_table.begin() + tid * sh.top_k, c.hash_table.begin() + (tid + 1) * sh.top_k);
+      std::multiset<int32_t> row(c.hash_table.begin() + tid * sh.top_k,
+                                 c.hash_table.begin() + (tid + 1) * sh.top_k);
       if (std::set<int32_t>(row.begin(), row.end()).size() == row.size()) continue;
       ++dup_tokens;
       std::multiset<int32_t> routed;
@@ -168,7 +187,8 @@ Invariant make_dup_invariant() {
         if (id < sh.experts) routed.insert(id);
       }
       if (routed != row)
-        return Verdict::fail("DUP", "route", fmt::format("token {}: the kernel's slots lost or merged a repeated expert", t),
+        return Verdict::fail("DUP", "route",
+                             fmt::format("token {}: the kernel's slots lost or merged a repeated expert", t),
                              ElementError{{.token = t}, NAN, NAN, 0});
       for (int64_t h = 0; h < sh.hidden; ++h) {
         const size_t i = static_cast<size_t>(t * sh.hidden + h);

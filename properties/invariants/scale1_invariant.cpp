@@ -18,13 +18,17 @@ namespace {
 double ratio_of(const std::vector<double>& a, const std::vector<double>& b) {
   double num = 0, den = 0;
   for (size_t i = 0; i < a.size(); ++i)
-    if (std::isfinite(a[i]) && std::isfinite(b[i])) { num += a[i] * b[i]; den += b[i] * b[i]; }
+    if (std::isfinite(a[i]) && std::isfinite(b[i])) {
+      num += a[i] * b[i];
+      den += b[i] * b[i];
+    }
   return den > 0 ? num / den : NAN;
 }
 
 std::string name_ratio(double ratio, double s, double expected) {
   auto near = [](double x, double y) { return std::fabs(x - y) <= 0.02 * std::fabs(y); };
-  if (near(ratio, expected * s)) return fmt::format("ratio {:.4f} = s^2 x expected: routed scale applied 2x", ratio);
+  if (near(ratio, expected * s))
+    return fmt::format("ratio {:.4f} = s^2 x expected: routed scale applied 2x", ratio);
   if (near(ratio, expected / s)) return fmt::format("ratio {:.4f}: routed scale applied 0x", ratio);
   return fmt::format("ratio {:.4f}, expected {:.4f}", ratio, expected);
 }
@@ -50,10 +54,14 @@ Verdict check_weights(CheckContext& ctx, const Case& at_s, const Case& at_1, con
       // A token the routing oracle does not compare (non-finite logits: weights unspecified) has no
       // bound; NaN skips it in compare_elementwise (found by moe_layer_fuzzer: bound 0 on such a token).
       if (std::isnan(cs.expected_weights[i]) || std::isnan(c1.expected_weights[i])) expected[i] = NAN;
-      if (!shared_slot) { routed_a.push_back(a[i]); routed_b.push_back(r1.routing.weights[i]); }
+      if (!shared_slot) {
+        routed_a.push_back(a[i]);
+        routed_b.push_back(r1.routing.weights[i]);
+      }
     }
   Verdict v = compare_elementwise("SCALE1", "route", a, expected, bound, T, S);
-  if (v.failed()) v.message = name_ratio(ratio_of(routed_a, routed_b), s, p.rsf_in_topk ? s : 1.0) + "; " + v.message;
+  if (v.failed())
+    v.message = name_ratio(ratio_of(routed_a, routed_b), s, p.rsf_in_topk ? s : 1.0) + "; " + v.message;
   return v;
 }
 
@@ -62,7 +70,8 @@ Verdict check_weights(CheckContext& ctx, const Case& at_s, const Case& at_1, con
 Invariant make_scale1_invariant() {
   Invariant inv;
   inv.code = "SCALE1";
-  inv.description = "routed output at factor s = s x routed output at factor 1: the scale applies exactly once";
+  inv.description =
+      "routed output at factor s = s x routed output at factor 1: the scale applies exactly once";
   inv.applies = [](const Kernel&, const CaseRecipe&) { return std::string(); };
   inv.check = [](CheckContext& ctx) {
     const double s = probe_scale(ctx.base_case().recipe);

@@ -66,7 +66,8 @@ double raw_score_error(const Case& c, const Profile& p, int64_t t, int32_t e) {
 Invariant make_struct_invariant() {
   Invariant inv;
   inv.code = "STRUCT";
-  inv.description = "ids in range/distinct/in selected groups; weights finite, >= 0, sum 1, s or <= 1 as defined";
+  inv.description =
+      "ids in range/distinct/in selected groups; weights finite, >= 0, sum 1, s or <= 1 as defined";
   inv.applies = [](const Kernel&, const CaseRecipe&) { return std::string(); };
   inv.check = [](CheckContext& ctx) -> Verdict {
     const Case& c = ctx.base_case();
@@ -76,8 +77,10 @@ Invariant make_struct_invariant() {
     const int64_t T = rc.shape.tokens, E = rc.shape.experts, k = rc.shape.top_k, S = rc.slots();
     if (d.tokens != T || d.slots != S || static_cast<int64_t>(d.ids.size()) != T * S ||
         static_cast<int64_t>(d.weights.size()) != T * S)
-      return fail_at(-1, -1, -1, fmt::format("routing decision has shape [{}, {}] (ids {}, weights {}), expected [{}, {}]",
-                                             d.tokens, d.slots, d.ids.size(), d.weights.size(), T, S));
+      return fail_at(
+          -1, -1, -1,
+          fmt::format("routing decision has shape [{}, {}] (ids {}, weights {}), expected [{}, {}]", d.tokens,
+                      d.slots, d.ids.size(), d.weights.size(), T, S));
     const double s = rc.routing.routed_scaling_factor;
     const double scale = p.rsf_in_topk ? s : 1.0;
     const bool fused = rc.routing.shared_fusion == SharedFusion::kFused;
@@ -115,22 +118,29 @@ Invariant make_struct_invariant() {
       if (static_cast<int64_t>(routed.size()) != k)
         return fail_at(t, -1, -1, fmt::format("{} routed slots, expected top_k = {}", routed.size(), k));
       if (static_cast<int64_t>(shared_ids.size()) != S - k)
-        return fail_at(t, -1, -1, fmt::format("{} distinct fused shared-expert slots, expected {}", shared_ids.size(), S - k));
+        return fail_at(
+            t, -1, -1,
+            fmt::format("{} distinct fused shared-expert slots, expected {}", shared_ids.size(), S - k));
       if (rc.routing.mode == RoutingMode::kHash) {
         std::multiset<int32_t> row;
         const int64_t tid = c.token_ids[static_cast<size_t>(t)];
         for (int64_t j = 0; j < k; ++j) row.insert(c.hash_table[static_cast<size_t>(tid * k + j)]);
-        if (row != routed) return fail_at(t, -1, -1, "hash-routed ids differ from the token's table row (duplicates count)");
+        if (row != routed)
+          return fail_at(t, -1, -1, "hash-routed ids differ from the token's table row (duplicates count)");
       } else {
         if (std::set<int32_t>(routed.begin(), routed.end()).size() != routed.size())
           return fail_at(t, -1, -1, "duplicate expert id in a score-based top-k");
-        if (rc.routing.mode == RoutingMode::kSigmoidGrouped && static_cast<int64_t>(groups.size()) > rc.shape.topk_group)
-          return fail_at(t, -1, -1, fmt::format("experts drawn from {} groups, topk_group = {}", groups.size(), rc.shape.topk_group));
+        if (rc.routing.mode == RoutingMode::kSigmoidGrouped &&
+            static_cast<int64_t>(groups.size()) > rc.shape.topk_group)
+          return fail_at(t, -1, -1,
+                         fmt::format("experts drawn from {} groups, topk_group = {}", groups.size(),
+                                     rc.shape.topk_group));
       }
       if (!logits_finite) continue;
       // Hash routing always normalizes non-softmax scores (SPEC.md §2.5); top-k modes follow the flag.
-      const bool normalized = rc.routing.mode == RoutingMode::kHash ? rc.routing.hash_score != ScoreFunc::kSoftmax
-                                                                    : rc.routing.renormalize;
+      const bool normalized = rc.routing.mode == RoutingMode::kHash
+                                  ? rc.routing.hash_score != ScoreFunc::kSoftmax
+                                  : rc.routing.renormalize;
       const double allowance = sum_allowance(p, k, abs_sum) + scale * 0x1p-24 * abs_sum;
       if (normalized) {
         // w = s_i / (sum + eps): the sum may fall short of 1 by eps / (sum + eps).
@@ -149,18 +159,21 @@ Invariant make_struct_invariant() {
         // the kernel's sum then says nothing about normalization. sqrt(softplus) scores lose it where
         // the radicand does: below sqrt(2^-100) = 2^-50 (found by routing_fuzzer: hash routing with
         // very negative logits, sum 0.03 instead of 2.5 from flushed expf).
-        const bool sqrt_score = rc.routing.mode == RoutingMode::kHash && rc.routing.hash_score == ScoreFunc::kSqrtSoftplus;
+        const bool sqrt_score =
+            rc.routing.mode == RoutingMode::kHash && rc.routing.hash_score == ScoreFunc::kSqrtSoftplus;
         if (raw < (sqrt_score ? 0x1p-50 : 0x1p-100)) continue;
         if (!(std::fabs(sum - scale) <= allowance + scale * (eps_short + score_short)))
-          return fail_at(t, -1, -1, fmt::format("renormalized weights sum to {} (expected {})", sum, scale), sum, scale,
-                         allowance + scale * eps_short);
+          return fail_at(t, -1, -1, fmt::format("renormalized weights sum to {} (expected {})", sum, scale),
+                         sum, scale, allowance + scale * eps_short);
       } else if (rc.routing.mode == RoutingMode::kSoftmax ||
                  (rc.routing.mode == RoutingMode::kHash && rc.routing.hash_score == ScoreFunc::kSoftmax)) {
         // Softmax probabilities of distinct experts sum to <= 1; a hash row may repeat an expert, whose
         // probability then counts once (found by routing_fuzzer: duplicates table, sum 2.8 > 2.5).
         if (!(distinct_sum <= scale + allowance))
-          return fail_at(t, -1, -1, fmt::format("softmax weights without renormalization sum to {} > {}", distinct_sum, scale),
-                         distinct_sum, scale, allowance);
+          return fail_at(
+              t, -1, -1,
+              fmt::format("softmax weights without renormalization sum to {} > {}", distinct_sum, scale),
+              distinct_sum, scale, allowance);
       }
     }
     Verdict v = Verdict::pass("STRUCT", "route");

@@ -16,7 +16,8 @@ const StageExpectation& output_stage(const OracleEvaluation& ev) {
 
 std::optional<Verdict> rejected(const std::string& invariant, const OracleEvaluation& ev) {
   if (!ev.admissibility.failed() && ev.stage("output") != nullptr) return std::nullopt;
-  return Verdict::skip(invariant, "the oracle rejected this run's decisions (ORACLE reports it): " + ev.admissibility.message);
+  return Verdict::skip(
+      invariant, "the oracle rejected this run's decisions (ORACLE reports it): " + ev.admissibility.message);
 }
 
 Side side_of(CheckContext& ctx, const Case& c, const LayerResult& r) {
@@ -63,8 +64,8 @@ Side restrict(const Side& s, const std::vector<int64_t>& rows, int64_t cols) {
   return r;
 }
 
-Verdict metamorphic_compare(const std::string& invariant, const std::string& stage, const Side& a, const Side& b,
-                            double scale) {
+Verdict metamorphic_compare(const std::string& invariant, const std::string& stage, const Side& a,
+                            const Side& b, double scale) {
   for (const Side* s : {&a, &b})
     if (s->rejected) {
       Verdict v = *s->rejected;
@@ -79,8 +80,9 @@ Verdict metamorphic_compare(const std::string& invariant, const std::string& sta
     // roundings of their operands (2^-53 relative each). A correct kernel exactly on its bound (ratio 1
     // in exact arithmetic) must not fail on them (found by moe_layer_fuzzer: SCALE1 ratio 1 + 7e-16):
     // 4 units of the operands' magnitudes.
-    bound[i] += 4 * 0x1p-53 * (std::fabs(a.got[i]) + std::fabs(expected[i]) + std::fabs(a.expected[i]) +
-                               std::fabs(scale * b.expected[i]));
+    bound[i] += 4 * 0x1p-53 *
+                (std::fabs(a.got[i]) + std::fabs(expected[i]) + std::fabs(a.expected[i]) +
+                 std::fabs(scale * b.expected[i]));
     // No bound (NaN: the oracle cannot bound an element fed by a non-finite input) means nothing is
     // specified there; a NaN expectation makes compare_elementwise skip it (FINITE covers such inputs).
     if (std::isnan(bound[i])) expected[i] = NAN;
@@ -98,7 +100,8 @@ Verdict bitwise_compare(const std::string& invariant, const std::string& stage, 
       ++v.compared;
       if (std::bit_cast<uint32_t>(a[i]) == std::bit_cast<uint32_t>(b[i])) continue;
       if (differing++ == 0) v.worst = ElementError{{.token = r, .element = c}, a[i], b[i], 0.0};
-      if (v.worst_elements.size() < 30) v.worst_elements.push_back(ElementError{{.token = r, .element = c}, a[i], b[i], 0.0});
+      if (v.worst_elements.size() < 30)
+        v.worst_elements.push_back(ElementError{{.token = r, .element = c}, a[i], b[i], 0.0});
     }
   if (differing == 0) return v;
   v.outcome = Outcome::kFail;

@@ -41,8 +41,8 @@ Side restrict(const Side& s, const std::vector<int64_t>& rows, int64_t cols);
 // |a - E_a| <= B_a and |b - E_b| <= B_b, so |a - scale*b| <= B_a + |scale|*B_b + |E_a - scale*E_b|
 // is sound. The last term is zero when the relation is exact on the emulated roundings too, and
 // carries the legitimate difference where rounding points or admitted decisions differ.
-Verdict metamorphic_compare(const std::string& invariant, const std::string& stage, const Side& a, const Side& b,
-                            double scale = 1.0);
+Verdict metamorphic_compare(const std::string& invariant, const std::string& stage, const Side& a,
+                            const Side& b, double scale = 1.0);
 
 // Bitwise equality of two outputs (REPEAT, CANARY, BATCH for kernels that claim it).
 Verdict bitwise_compare(const std::string& invariant, const std::string& stage, const std::vector<float>& a,

@@ -79,8 +79,10 @@ Invariant make_param_invariant() {
         if (!sf.rejected && ideal_differs(base, sf)) {
           ++probes;
           if (!distinguishable(base, sf))
-            return Verdict::fail("PARAM", "route", fmt::format("renormalize={} and {} give the same output although the math differs",
-                                                               c.recipe.routing.renormalize, flipped.recipe.routing.renormalize));
+            return Verdict::fail(
+                "PARAM", "route",
+                fmt::format("renormalize={} and {} give the same output although the math differs",
+                            c.recipe.routing.renormalize, flipped.recipe.routing.renormalize));
         }
       }
     }
@@ -92,7 +94,8 @@ Invariant make_param_invariant() {
         for (double v : g1->expected) mx = std::max(mx, std::fabs(v));
         Case limited = c;
         limited.recipe.swiglu.limit = std::min(c.recipe.swiglu.limit, mx / 2);
-        if (mx > 0 && limited.recipe.swiglu.limit < c.recipe.swiglu.limit && ctx.kernel().supports(limited.recipe).empty()) {
+        if (mx > 0 && limited.recipe.swiglu.limit < c.recipe.swiglu.limit &&
+            ctx.kernel().supports(limited.recipe).empty()) {
           const LayerResult rl = ctx.run(limited);
           const Side sl = side_of(ctx, limited, rl);
           if (!sl.rejected && ideal_differs(base, sl)) {

@@ -5,10 +5,10 @@
 // (exit 2, one clear message), `mutants` and `drift`.
 #include <gtest/gtest.h>
 
-#include "cli/run_moefuzz.h"
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "cli/run_moefuzz.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -59,7 +59,8 @@ class CheckCli : public ::testing::Test {
   // Runs check on the mutant once per test and returns its finding's recipe file.
   fs::path mutant_finding() {
     const fs::path out = dir_ / "mutant";
-    const RunResult r = run_moefuzz({"check", "--kernel", kMutant, "--cases", "40", "--seed", "1", "--out", out.string()});
+    const RunResult r =
+        run_moefuzz({"check", "--kernel", kMutant, "--cases", "40", "--seed", "1", "--out", out.string()});
     EXPECT_EQ(r.exit_code, 1) << r.output;
     for (const auto& p : files_in(out))
       if (p.extension() == ".moefuzz") return p;
@@ -70,8 +71,8 @@ class CheckCli : public ::testing::Test {
 
 TEST_F(CheckCli, CorrectKernelPassesWithSummaryTableAndJson) {
   const fs::path out = dir_ / "cpu", json = dir_ / "summary.json";
-  const RunResult r =
-      run_moefuzz({"check", "--kernel", "cpu", "--cases", "20", "--seed", "1", "--out", out.string(), "--json", json.string()});
+  const RunResult r = run_moefuzz({"check", "--kernel", "cpu", "--cases", "20", "--seed", "1", "--out",
+                                   out.string(), "--json", json.string()});
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("invariant"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("max err/bound"), std::string::npos) << r.output;
@@ -91,7 +92,8 @@ TEST_F(CheckCli, CorrectKernelPassesWithSummaryTableAndJson) {
 TEST_F(CheckCli, SameSeedSameSummary) {
   const fs::path a = dir_ / "a.json", b = dir_ / "b.json";
   for (const auto& p : {a, b})
-    run_moefuzz({"check", "--kernel", "cpu", "--cases", "5", "--seed", "9", "--out", (dir_ / "o").string(), "--json", p.string()});
+    run_moefuzz({"check", "--kernel", "cpu", "--cases", "5", "--seed", "9", "--out", (dir_ / "o").string(),
+                 "--json", p.string()});
   nlohmann::json ja = nlohmann::json::parse(read_file(a)), jb = nlohmann::json::parse(read_file(b));
   ja.erase("seconds");
   jb.erase("seconds");
@@ -110,7 +112,8 @@ TEST_F(CheckCli, MutantIsCaughtAndItsFindingReplays) {
   const std::string text = read_file(report);
   EXPECT_EQ(text.rfind("==== moefuzz: CHECK FAILED ====", 0), 0u) << text;
   EXPECT_NE(text.find(std::string("kernel: ") + kMutant), std::string::npos) << text;
-  EXPECT_NE(text.find("REPRO: moefuzz replay " + recipe.string() + " --kernel " + kMutant), std::string::npos) << text;
+  EXPECT_NE(text.find("REPRO: moefuzz replay " + recipe.string() + " --kernel " + kMutant), std::string::npos)
+      << text;
   const std::string header = read_file(recipe);
   EXPECT_NE(header.find(std::string("# kernel: ") + kMutant), std::string::npos);
   EXPECT_NE(header.find("# REPRO: "), std::string::npos);
@@ -148,14 +151,16 @@ TEST_F(CheckCli, BadUsageExitsTwoWithOneClearMessage) {
     SCOPED_TRACE(c.args[0] + " " + c.args[1]);
     EXPECT_EQ(r.exit_code, 2) << r.output;
     EXPECT_NE(r.output.find(c.says), std::string::npos) << r.output;
-    EXPECT_LE(std::count(r.output.begin(), r.output.end(), '\n'), 3) << "one clear message, not a dump:\n" << r.output;
+    EXPECT_LE(std::count(r.output.begin(), r.output.end(), '\n'), 3) << "one clear message, not a dump:\n"
+                                                                     << r.output;
     EXPECT_EQ(r.output.find("CHECK FAILED"), std::string::npos) << r.output;
   }
 }
 
 TEST_F(CheckCli, MutantsRunsTheKillMatrixForOneMutant) {
   const fs::path json = dir_ / "matrix.json";
-  const RunResult r = run_moefuzz({"mutants", "--mutant", kMutant, "--time", "2", "--correct-cases", "2", "--json", json.string()});
+  const RunResult r = run_moefuzz(
+      {"mutants", "--mutant", kMutant, "--time", "2", "--correct-cases", "2", "--json", json.string()});
   // One mutant cannot give every invariant teeth, so the matrix is not green (exit 1); it must run.
   EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.output;
   EXPECT_NE(r.output.find(kMutant), std::string::npos) << r.output;
@@ -169,7 +174,8 @@ TEST_F(CheckCli, DriftWritesCsvAndPlot) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   ASSERT_TRUE(fs::exists(out / "drift.csv")) << r.output;
   EXPECT_GT(fs::file_size(out / "drift.csv"), 0u);
-  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) EXPECT_TRUE(fs::exists(out / "drift.svg")) << r.output;
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0)
+    EXPECT_TRUE(fs::exists(out / "drift.svg")) << r.output;
 }
 
 }  // namespace

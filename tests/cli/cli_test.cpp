@@ -3,10 +3,10 @@
 // Runs the built binary (MOEFUZZ_BINARY_DIR/bin/moefuzz) in a child process.
 #include <gtest/gtest.h>
 
-#include "cli/run_moefuzz.h"
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "cli/run_moefuzz.h"
 
 #include <algorithm>
 #include <cerrno>

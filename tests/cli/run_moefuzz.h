@@ -24,7 +24,8 @@ struct RunResult {
 };
 
 // `address_space` 0 = no limit (ASan reserves terabytes of shadow: under ASan only RSS is meaningful).
-inline RunResult run_moefuzz(const std::vector<std::string>& args, rlim_t cpu_seconds = 60, rlim_t address_space = 0) {
+inline RunResult run_moefuzz(const std::vector<std::string>& args, rlim_t cpu_seconds = 60,
+                             rlim_t address_space = 0) {
   const std::string binary = MOEFUZZ_BINARY_DIR "/bin/moefuzz";
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(binary.c_str()));

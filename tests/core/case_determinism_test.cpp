@@ -26,7 +26,13 @@ namespace {
 CaseRecipe deepseek_mini() {
   CaseRecipe r;
   r.seed = 7;
-  r.shape = {.tokens = 5, .hidden = 64, .inter = 48, .experts = 16, .top_k = 4, .n_group = 4, .topk_group = 2,
+  r.shape = {.tokens = 5,
+             .hidden = 64,
+             .inter = 48,
+             .experts = 16,
+             .top_k = 4,
+             .n_group = 4,
+             .topk_group = 2,
              .shared_experts = 1};
   r.routing.mode = RoutingMode::kSigmoidGrouped;
   r.routing.routed_scaling_factor = 2.5;
@@ -42,8 +48,10 @@ CaseRecipe hash_corners() {
   r.seed = 0xDEADBEEF;
   r.shape = {.tokens = 6, .hidden = 32, .inter = 16, .experts = 8, .top_k = 3};
   r.routing.mode = RoutingMode::kHash;
-  r.values = {.table = TableProfile::kDuplicates, .weights = WeightProfile::kTinyScales,
-              .hidden = HiddenProfile::kThresholds, .act_scale = ActScaleProfile::kFar};
+  r.values = {.table = TableProfile::kDuplicates,
+              .weights = WeightProfile::kTinyScales,
+              .hidden = HiddenProfile::kThresholds,
+              .act_scale = ActScaleProfile::kFar};
   return r;
 }
 
@@ -51,8 +59,10 @@ CaseRecipe softmax_corners_with_edits() {
   CaseRecipe r;
   r.seed = 42;
   r.shape = {.tokens = 7, .hidden = 48, .inter = 32, .experts = 12, .top_k = 3};
-  r.values = {.logits = LogitProfile::kTies, .weights = WeightProfile::kZeroBlocks,
-              .hidden = HiddenProfile::kTokenSpread, .load = LoadProfile::kZeroTokenExperts};
+  r.values = {.logits = LogitProfile::kTies,
+              .weights = WeightProfile::kZeroBlocks,
+              .hidden = HiddenProfile::kTokenSpread,
+              .load = LoadProfile::kZeroTokenExperts};
   r.edits = {{"hidden", {0, 0}, 1e30}, {"gate.scale", {0, 0, 0}, 0x7E}, {"a1_scale", {0}, 0.0}};
   return r;
 }
@@ -76,7 +86,8 @@ TEST(CaseDeterminism, GoldenHashesArePinned) {
   const bool print = std::getenv("MOEFUZZ_PRINT_GOLDEN") != nullptr;
   for (const Golden& g : golden_cases()) {
     const uint64_t h = content_hash(materialize(g.recipe));
-    if (print) std::printf("      {\"%s\", ..., 0x%016llxull},\n", g.name, static_cast<unsigned long long>(h));
+    if (print)
+      std::printf("      {\"%s\", ..., 0x%016llxull},\n", g.name, static_cast<unsigned long long>(h));
     EXPECT_EQ(h, g.hash) << g.name << ": materialization changed; see the top of this file";
   }
 }
@@ -139,14 +150,16 @@ TEST(CaseDeterminism, ThreadedExpertDrawEqualsSerialDraw) {
   r.shape = {.tokens = 2, .hidden = 1024, .inter = 1024, .experts = 6, .top_k = 2};
   const Case c = materialize(r);
   ASSERT_EQ(c.experts.size(), 6u);
-  for (int64_t e = 0; e < 6; ++e) EXPECT_TRUE(c.experts[static_cast<size_t>(e)] == draw_expert_weights(r, e)) << e;
+  for (int64_t e = 0; e < 6; ++e)
+    EXPECT_TRUE(c.experts[static_cast<size_t>(e)] == draw_expert_weights(r, e)) << e;
 }
 
 TEST(CaseDeterminism, CalibratedA1IsFlashInferGlobalScaleOfHidden) {
   const Case c = materialize(CaseRecipe{});
   ASSERT_EQ(c.a1_scale.size(), 1u);
   EXPECT_EQ(c.a1_scale[0], flashinfer_global_scale_q(flashinfer_abs_max_bf16(c.hidden)));
-  EXPECT_EQ(c.a2_scale[0], calibrated_quant_scale(static_cast<float>(estimate_fc2_input_amax(c.recipe, c.hidden, c.experts))));
+  EXPECT_EQ(c.a2_scale[0], calibrated_quant_scale(
+                               static_cast<float>(estimate_fc2_input_amax(c.recipe, c.hidden, c.experts))));
 }
 
 TEST(CaseDeterminism, OversizeRecipeIsRejectedBeforeAllocating) {
@@ -172,8 +185,14 @@ TEST(CaseDeterminism, InvalidRecipeIsRejected) {
 TEST(CaseDeterminism, DeepSeekV3ShapeTiming) {
   if (std::getenv("MOEFUZZ_SLOW_TESTS") == nullptr) GTEST_SKIP() << "set MOEFUZZ_SLOW_TESTS=1 (needs ~6 GB)";
   CaseRecipe r;
-  r.shape = {.tokens = 16, .hidden = 7168, .inter = 2048, .experts = 256, .top_k = 8, .n_group = 8,
-             .topk_group = 4, .shared_experts = 1};
+  r.shape = {.tokens = 16,
+             .hidden = 7168,
+             .inter = 2048,
+             .experts = 256,
+             .top_k = 8,
+             .n_group = 8,
+             .topk_group = 4,
+             .shared_experts = 1};
   r.routing.mode = RoutingMode::kSigmoidGrouped;
   r.routing.routed_scaling_factor = 2.5;
   const auto start = std::chrono::steady_clock::now();

@@ -22,7 +22,8 @@ TEST(CaseStats, OneLinePerTensorWithShapes) {
   CaseRecipe r;
   r.routing.mode = RoutingMode::kSigmoidGrouped;
   const std::string text = describe_case_tensors(materialize(r));
-  for (const char* name : {"hidden", "logits", "bias", "token_ids", "hash_table", "gate", "up", "down", "a1_scale", "a2_scale"})
+  for (const char* name :
+       {"hidden", "logits", "bias", "token_ids", "hash_table", "gate", "up", "down", "a1_scale", "a2_scale"})
     EXPECT_FALSE(line_of(text, name).empty()) << name << "\n" << text;
   EXPECT_NE(line_of(text, "hidden").find("[4, 64]"), std::string::npos) << text;
   EXPECT_NE(line_of(text, "gate").find("8 x [32, 64]"), std::string::npos) << text;
@@ -31,7 +32,9 @@ TEST(CaseStats, OneLinePerTensorWithShapes) {
 
 TEST(CaseStats, CountsNonFiniteZeroBlocksAndSubnormalScales) {
   Case c = materialize(CaseRecipe{});
-  std::vector<Edit> edits = {{"hidden", {0, 0}, NAN}, {"hidden", {0, 1}, INFINITY}, {"gate.scale", {0, 0, 0}, 0x03},
+  std::vector<Edit> edits = {{"hidden", {0, 0}, NAN},
+                             {"hidden", {0, 1}, INFINITY},
+                             {"gate.scale", {0, 0, 0}, 0x03},
                              {"gate.scale", {1, 0, 0}, 0x00}};
   for (int64_t i = 0; i < 16; ++i) edits.push_back({"down.code", {2, 5, 16 + i}, (i % 2) ? 8.0 : 0.0});
   apply_edits(c, edits);
@@ -46,7 +49,8 @@ TEST(CaseStats, CountsNonFiniteZeroBlocksAndSubnormalScales) {
 TEST(CaseStats, HashTableReportsRepeatedRows) {
   CaseRecipe r;
   r.routing.mode = RoutingMode::kHash;
-  EXPECT_NE(line_of(describe_case_tensors(materialize(r)), "hash_table").find("rows with a repeated id 0"), std::string::npos);
+  EXPECT_NE(line_of(describe_case_tensors(materialize(r)), "hash_table").find("rows with a repeated id 0"),
+            std::string::npos);
   r.values.table = TableProfile::kDuplicates;
   const std::string dup = line_of(describe_case_tensors(materialize(r)), "hash_table");
   EXPECT_EQ(dup.find("rows with a repeated id 0"), std::string::npos) << dup;

@@ -21,9 +21,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
-#include <iostream>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -49,7 +49,7 @@ namespace moefuzz {
 namespace {
 
 #ifndef MOEFUZZ_HAVE_CUDA_HEADERS
-#define MOEFUZZ_REQUIRE_CUDA_HEADERS() \
+#define MOEFUZZ_REQUIRE_CUDA_HEADERS()                                                                       \
   GTEST_SKIP() << "CUDA Toolkit headers (cuda_fp8.h, cuda_fp4.h, cuda_bf16.h) not found at configure time: " \
                   "the independent reference is unavailable, nothing was compared"
 #else
@@ -81,7 +81,7 @@ bool is_negative_nan(float x) { return std::isnan(x) && std::signbit(x); }
 struct Disagreements {
   uint64_t e4m3 = 0, e4m3_double_path = 0, e2m1 = 0, bf16 = 0;
   uint64_t documented_negative_nan_e4m3 = 0;  // double path 0xFF vs core 0x7F
-  std::vector<std::string> examples;           // first few, with bits
+  std::vector<std::string> examples;          // first few, with bits
 
   void note(const std::string& what, uint32_t bits, unsigned ours, unsigned theirs) {
     if (examples.size() >= 8) return;
@@ -94,7 +94,10 @@ struct Disagreements {
     const float x = std::bit_cast<float>(bits);
     const uint8_t ours8 = e4m3_from_float(x);
     const uint8_t theirs8 = cuda_e4m3_from_float(x);
-    if (ours8 != theirs8) { ++e4m3; note("e4m3", bits, ours8, theirs8); }
+    if (ours8 != theirs8) {
+      ++e4m3;
+      note("e4m3", bits, ours8, theirs8);
+    }
     const uint8_t theirs8d = cuda_e4m3_from_double(x);
     if (ours8 != theirs8d) {
       if (is_negative_nan(x) && ours8 == kE4m3NaNCode && theirs8d == 0xFF) {
@@ -106,16 +109,26 @@ struct Disagreements {
     }
     const uint8_t ours4 = e2m1_from_float(x);
     const uint8_t theirs4 = cuda_e2m1_from_float(x);
-    if (ours4 != theirs4) { ++e2m1; note("e2m1", bits, ours4, theirs4); }
+    if (ours4 != theirs4) {
+      ++e2m1;
+      note("e2m1", bits, ours4, theirs4);
+    }
     const uint16_t ours16 = bf16_from_float(x);
     const uint16_t theirs16 = cuda_bf16_from_float(x);
     const bool both_nan = std::isnan(bf16_to_float(ours16)) && std::isnan(bf16_to_float(theirs16));
-    if (ours16 != theirs16 && !both_nan) { ++bf16; note("bf16", bits, ours16, theirs16); }
+    if (ours16 != theirs16 && !both_nan) {
+      ++bf16;
+      note("bf16", bits, ours16, theirs16);
+    }
   }
   void merge(const Disagreements& o) {
-    e4m3 += o.e4m3; e4m3_double_path += o.e4m3_double_path; e2m1 += o.e2m1; bf16 += o.bf16;
+    e4m3 += o.e4m3;
+    e4m3_double_path += o.e4m3_double_path;
+    e2m1 += o.e2m1;
+    bf16 += o.bf16;
     documented_negative_nan_e4m3 += o.documented_negative_nan_e4m3;
-    for (const auto& e : o.examples) if (examples.size() < 8) examples.push_back(e);
+    for (const auto& e : o.examples)
+      if (examples.size() < 8) examples.push_back(e);
   }
   std::string report() const {
     std::string r;
@@ -154,7 +167,8 @@ std::vector<uint32_t> rounding_boundaries() {
   for (int c = 0; c <= kE4m3MaxCode; ++c) e4m3_values.push_back(e4m3_to_float(static_cast<uint8_t>(c)));
   for (size_t i = 0; i < e4m3_values.size(); ++i) {
     add_neighbourhood(points, e4m3_values[i], kUlps);
-    if (i + 1 < e4m3_values.size()) add_neighbourhood(points, (e4m3_values[i] + e4m3_values[i + 1]) / 2, kUlps);
+    if (i + 1 < e4m3_values.size())
+      add_neighbourhood(points, (e4m3_values[i] + e4m3_values[i + 1]) / 2, kUlps);
   }
   // The underflow tie, the top midpoint 464 and a spread of values above the range.
   for (float v : {0x1p-10f, 448.0f, 464.0f, 480.0f, 512.0f, 1e6f}) add_neighbourhood(points, v, kUlps);
@@ -169,8 +183,8 @@ std::vector<uint32_t> rounding_boundaries() {
     }
   }
   // Zeros, subnormal and extreme fp32, infinities and NaNs of both signs with several payloads.
-  for (uint32_t b : {0x00000000u, 0x00000001u, 0x007FFFFFu, 0x00800000u, 0x7F7FFFFFu, 0x7F800000u, 0x7F800001u,
-                     0x7FC00000u, 0x7FFFFFFFu, 0x7FA00000u}) {
+  for (uint32_t b : {0x00000000u, 0x00000001u, 0x007FFFFFu, 0x00800000u, 0x7F7FFFFFu, 0x7F800000u,
+                     0x7F800001u, 0x7FC00000u, 0x7FFFFFFFu, 0x7FA00000u}) {
     points.push_back(b);
     points.push_back(b | 0x80000000u);
   }
@@ -211,7 +225,8 @@ TEST(CudaReference, EveryE4m3CodeDecodesLikeTheToolkit) {
     const float via_half = cuda_half_raw_to_float(__nv_cvt_fp8_to_halfraw(code, __NV_E4M3));
     const float ours = e4m3_to_float(code);
     if (std::isnan(ours) || std::isnan(via_type) || std::isnan(via_half)) {
-      EXPECT_TRUE(std::isnan(ours) && std::isnan(via_type) && std::isnan(via_half)) << "code 0x" << std::hex << c;
+      EXPECT_TRUE(std::isnan(ours) && std::isnan(via_type) && std::isnan(via_half))
+          << "code 0x" << std::hex << c;
       continue;
     }
     // Bitwise, so that -0 (0x80) must decode to -0.0.
@@ -269,15 +284,16 @@ TEST(CudaReference, EncodersAgreeOnStridedSweepOfAllFp32) {
 TEST(CudaReference, EncodersAgreeOnAllFp32WhenExhaustive) {
   MOEFUZZ_REQUIRE_CUDA_HEADERS();
 #ifdef MOEFUZZ_HAVE_CUDA_HEADERS
-  if (!exhaustive_enabled()) GTEST_SKIP() << "all 2^32 fp32 patterns: opt-in, set MOEFUZZ_EXHAUSTIVE=1 (minutes)";
+  if (!exhaustive_enabled())
+    GTEST_SKIP() << "all 2^32 fp32 patterns: opt-in, set MOEFUZZ_EXHAUSTIVE=1 (minutes)";
   const auto t0 = std::chrono::steady_clock::now();
   const Disagreements d = sweep(0, 1, uint64_t{1} << 32);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   expect_no_disagreement(d);
   // Negative NaNs: sign 1, exponent all ones, mantissa non-zero: 2^23 - 1 patterns.
   EXPECT_EQ(d.documented_negative_nan_e4m3, (uint64_t{1} << 23) - 1);
-  std::cout << "[ info ] all 2^32 fp32 patterns in " << secs << " s on " << std::thread::hardware_concurrency()
-            << " threads\n";
+  std::cout << "[ info ] all 2^32 fp32 patterns in " << secs << " s on "
+            << std::thread::hardware_concurrency() << " threads\n";
 #endif
 }
 

@@ -56,7 +56,8 @@ TEST(E2m1, EveryCodeDecodesToItsDefinedValue) {
 
 TEST(E2m1, TablesAreTheDefinitionsValuesAndMidpoints) {
   for (int c = 0; c < 8; ++c) EXPECT_EQ(kE2m1Magnitudes[c], definition_value(static_cast<uint8_t>(c)));
-  for (int c = 0; c < 7; ++c) EXPECT_EQ(kE2m1Thresholds[c], (kE2m1Magnitudes[c] + kE2m1Magnitudes[c + 1]) / 2);
+  for (int c = 0; c < 7; ++c)
+    EXPECT_EQ(kE2m1Thresholds[c], (kE2m1Magnitudes[c] + kE2m1Magnitudes[c + 1]) / 2);
   EXPECT_EQ(kE2m1Max, kE2m1Magnitudes.back());
 }
 
@@ -91,7 +92,8 @@ TEST(E2m1, SaturatesNanToPlusSixAndKeepsTheSignOfZero) {
     EXPECT_EQ(e2m1_from_float(std::bit_cast<float>(bits)), 0x7) << std::hex << bits;  // cuda_fp4.h: +MAXNORM
   }
   // cuda_fp4.h's __nv_cvt_float_to_fp4 ORs the sign into an underflowed result; so does core.
-  for (float x : {-0.0f, -std::numeric_limits<float>::denorm_min(), -0.1f, -0.25f}) EXPECT_EQ(e2m1_from_float(x), 0x8) << x;
+  for (float x : {-0.0f, -std::numeric_limits<float>::denorm_min(), -0.1f, -0.25f})
+    EXPECT_EQ(e2m1_from_float(x), 0x8) << x;
   EXPECT_EQ(e2m1_from_float(0.0f), 0x0);
 }
 
@@ -99,8 +101,10 @@ TEST(E2m1, CanonicalCodeMergesTheTwoZeros) {
   for (int c = 0; c < 16; ++c) {
     const uint8_t canonical = e2m1_canonical(static_cast<uint8_t>(c));
     EXPECT_EQ(e2m1_to_float(canonical), e2m1_to_float(static_cast<uint8_t>(c))) << c;  // -0 == +0 as floats
-    if ((c & 7) == 0) EXPECT_EQ(canonical, 0) << c;
-    else EXPECT_EQ(canonical, c);
+    if ((c & 7) == 0)
+      EXPECT_EQ(canonical, 0) << c;
+    else
+      EXPECT_EQ(canonical, c);
   }
 }
 
@@ -112,7 +116,8 @@ TEST(E2m1, AgreesWithBruteForceNearestOnStridedSweep) {
     const uint8_t got = e2m1_from_float(x), want = nearest_even_reference(x);
     ++compared;
     if (got != want && ++mismatches <= 5) {
-      ADD_FAILURE() << "x bits 0x" << std::hex << bits << " (" << x << "): got 0x" << +got << " want 0x" << +want;
+      ADD_FAILURE() << "x bits 0x" << std::hex << bits << " (" << x << "): got 0x" << +got << " want 0x"
+                    << +want;
     }
   };
   for (uint64_t b = 3; b < (uint64_t{1} << 32); b += 4099) compare(static_cast<uint32_t>(b));

@@ -16,9 +16,9 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -43,7 +43,8 @@ double definition_value(uint8_t code) {
 // All non-negative finite values in code order: 0x00 .. 0x7E.
 std::vector<float> positive_values() {
   std::vector<float> v;
-  for (int c = 0; c <= kE4m3MaxCode; ++c) v.push_back(static_cast<float>(definition_value(static_cast<uint8_t>(c))));
+  for (int c = 0; c <= kE4m3MaxCode; ++c)
+    v.push_back(static_cast<float>(definition_value(static_cast<uint8_t>(c))));
   return v;
 }
 
@@ -56,7 +57,8 @@ uint8_t nearest_even_reference(float x) {
   const double a = std::fabs(static_cast<double>(x));
   if (a >= values.back()) return sign | kE4m3MaxCode;
   // values[lo] <= a < values[lo + 1]
-  const size_t lo = static_cast<size_t>(std::upper_bound(values.begin(), values.end(), a) - values.begin()) - 1;
+  const size_t lo =
+      static_cast<size_t>(std::upper_bound(values.begin(), values.end(), a) - values.begin()) - 1;
   // Compare 2a with the sum of the neighbours: both sides exact in double.
   const double twice = 2 * a, sum = static_cast<double>(values[lo]) + values[lo + 1];
   size_t pick = twice < sum ? lo : twice > sum ? lo + 1 : (lo % 2 == 0 ? lo : lo + 1);
@@ -109,8 +111,10 @@ TEST(E4m3, MidpointsTieToEvenAndNeighboursRoundToNearest) {
       for (int ulp = 1; ulp <= 4; ++ulp) {
         below = std::nextafter(below, 0.0f);
         above = std::nextafter(above, kInf);
-        EXPECT_EQ(e4m3_from_float(sign * below), s | static_cast<uint8_t>(i)) << mid << " - " << ulp << " ulp";
-        EXPECT_EQ(e4m3_from_float(sign * above), s | static_cast<uint8_t>(i + 1)) << mid << " + " << ulp << " ulp";
+        EXPECT_EQ(e4m3_from_float(sign * below), s | static_cast<uint8_t>(i))
+            << mid << " - " << ulp << " ulp";
+        EXPECT_EQ(e4m3_from_float(sign * above), s | static_cast<uint8_t>(i + 1))
+            << mid << " + " << ulp << " ulp";
       }
     }
   }
@@ -121,10 +125,11 @@ TEST(E4m3, UnderflowTieAndSaturation) {
   EXPECT_EQ(e4m3_from_float(0x1p-10f), 0x00);  // half the min subnormal: tie to even 0
   EXPECT_EQ(e4m3_from_float(std::nextafter(0x1p-10f, 1.0f)), 0x01);
   EXPECT_EQ(e4m3_from_float(1.5f * 0x1p-9f), 0x02);  // tie between 1 and 2 quanta -> even 2
-  EXPECT_EQ(e4m3_from_float(-0x1p-10f), 0x80);     // sign kept on underflow
+  EXPECT_EQ(e4m3_from_float(-0x1p-10f), 0x80);       // sign kept on underflow
   EXPECT_EQ(e4m3_from_float(-0.0f), 0x80);
   EXPECT_EQ(e4m3_from_float(std::numeric_limits<float>::denorm_min()), 0x00);
-  for (float x : {448.0f, 464.0f, std::nextafter(464.0f, kInf), 480.0f, 1e30f, std::numeric_limits<float>::max(), kInf}) {
+  for (float x : {448.0f, 464.0f, std::nextafter(464.0f, kInf), 480.0f, 1e30f,
+                  std::numeric_limits<float>::max(), kInf}) {
     EXPECT_EQ(e4m3_from_float(x), kE4m3MaxCode) << x;
     EXPECT_EQ(e4m3_from_float(-x), 0x80 | kE4m3MaxCode) << -x;
   }
@@ -146,7 +151,8 @@ TEST(E4m3, AgreesWithBruteForceNearestOnStridedSweep) {
     const float x = std::bit_cast<float>(static_cast<uint32_t>(b));
     const uint8_t got = e4m3_from_float(x), want = nearest_even_reference(x);
     if (got != want && ++mismatches <= 5) {
-      ADD_FAILURE() << "x bits 0x" << std::hex << b << " (" << x << "): got 0x" << +got << " want 0x" << +want;
+      ADD_FAILURE() << "x bits 0x" << std::hex << b << " (" << x << "): got 0x" << +got << " want 0x"
+                    << +want;
     }
   }
   EXPECT_EQ(mismatches, 0u) << "of " << compared;
@@ -163,7 +169,8 @@ TEST(E4m3, AgreesWithBruteForceNearestDenselyInsideTheRange) {
       const uint8_t got = e4m3_from_float(x), want = nearest_even_reference(x);
       ++compared;
       if (got != want && ++mismatches <= 5) {
-        ADD_FAILURE() << "x bits 0x" << std::hex << (b | sign) << " (" << x << "): got 0x" << +got << " want 0x" << +want;
+        ADD_FAILURE() << "x bits 0x" << std::hex << (b | sign) << " (" << x << "): got 0x" << +got
+                      << " want 0x" << +want;
       }
     }
   }
@@ -171,7 +178,8 @@ TEST(E4m3, AgreesWithBruteForceNearestDenselyInsideTheRange) {
 }
 
 TEST(E4m3, AgreesWithTorchCastsInTheQuantGolden) {
-  const std::filesystem::path path = std::filesystem::path(MOEFUZZ_SHARED_DIR) / "golden" / "nvfp4_quant_golden.json";
+  const std::filesystem::path path =
+      std::filesystem::path(MOEFUZZ_SHARED_DIR) / "golden" / "nvfp4_quant_golden.json";
   std::ifstream in(path);
   if (!in) GTEST_SKIP() << "golden file missing: " << path << " (shared/ must sit beside the repo)";
   const nlohmann::json golden = nlohmann::json::parse(in);
@@ -184,9 +192,11 @@ TEST(E4m3, AgreesWithTorchCastsInTheQuantGolden) {
       for (size_t b = 0; b < bytes[r].size(); ++b) {
         const auto byte = bytes[r][b].get<uint8_t>();
         // vLLM clamps to [-448, 448] before torch's (non-saturating, RN) cast; inf stays a JSON string.
-        const float pre = sf32[r][b].is_string() ? (sf32[r][b] == "inf" ? kInf : -kInf) : sf32[r][b].get<float>();
+        const float pre =
+            sf32[r][b].is_string() ? (sf32[r][b] == "inf" ? kInf : -kInf) : sf32[r][b].get<float>();
         const float clamped = std::fmin(std::fmax(pre, -kE4m3Max), kE4m3Max);
-        EXPECT_EQ(e4m3_from_float(clamped), byte) << c.at("id") << " block " << r << "," << b << " sf32 " << pre;
+        EXPECT_EQ(e4m3_from_float(clamped), byte)
+            << c.at("id") << " block " << r << "," << b << " sf32 " << pre;
         EXPECT_EQ(e4m3_to_float(byte), values[r][b].get<float>()) << c.at("id");
         ++checked;
       }

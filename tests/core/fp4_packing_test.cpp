@@ -8,9 +8,9 @@
 
 #include <bit>
 #include <cstdint>
-#include <iostream>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <nlohmann/json.hpp>
 #include <vector>
 
@@ -20,7 +20,8 @@
 namespace moefuzz {
 namespace {
 
-const std::filesystem::path kGolden = std::filesystem::path(MOEFUZZ_SHARED_DIR) / "golden" / "nvfp4_quant_golden.json";
+const std::filesystem::path kGolden =
+    std::filesystem::path(MOEFUZZ_SHARED_DIR) / "golden" / "nvfp4_quant_golden.json";
 
 TEST(Fp4Packing, EvenElementGoesToTheLowNibble) {
   const std::vector<uint8_t> codes = {0x1, 0x2, 0xF, 0x8};
@@ -28,7 +29,8 @@ TEST(Fp4Packing, EvenElementGoesToTheLowNibble) {
   ASSERT_EQ(packed.size(), 2u);
   EXPECT_EQ(packed[0], 0x21);  // element 0 -> bits [3:0], element 1 -> bits [7:4]
   EXPECT_EQ(packed[1], 0x8F);
-  for (size_t i = 0; i < codes.size(); ++i) EXPECT_EQ(fp4_code_at(packed.data(), static_cast<int64_t>(i)), codes[i]);
+  for (size_t i = 0; i < codes.size(); ++i)
+    EXPECT_EQ(fp4_code_at(packed.data(), static_cast<int64_t>(i)), codes[i]);
 }
 
 TEST(Fp4Packing, EveryByteRoundTripsThroughUnpackAndPack) {

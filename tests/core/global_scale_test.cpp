@@ -32,7 +32,9 @@ namespace fs = std::filesystem;
 const fs::path kGoldenDir = fs::path(MOEFUZZ_SHARED_DIR) / "golden";
 
 uint32_t bits_of(float f) { return std::bit_cast<uint32_t>(f); }
-uint32_t parse_bits(const nlohmann::json& hex) { return static_cast<uint32_t>(std::stoul(hex.get<std::string>(), nullptr, 16)); }
+uint32_t parse_bits(const nlohmann::json& hex) {
+  return static_cast<uint32_t>(std::stoul(hex.get<std::string>(), nullptr, 16));
+}
 
 // Loads a golden file or returns null (the caller skips).
 nlohmann::json load_golden(const std::string& name) {
@@ -56,9 +58,11 @@ TEST(GlobalScale, QuantGoldenFlashInferScalesFromRecomputedAmax) {
     if (c.at("global_scale_kind") != "2688/amax") continue;
     std::vector<uint16_t> input_bits;
     for (const auto& row : c.at("input_bf16_bits"))
-      for (const auto& b : row) input_bits.push_back(static_cast<uint16_t>(std::stoul(b.get<std::string>(), nullptr, 16)));
+      for (const auto& b : row)
+        input_bits.push_back(static_cast<uint16_t>(std::stoul(b.get<std::string>(), nullptr, 16)));
     const float amax = flashinfer_abs_max_bf16(input_bits);
-    EXPECT_EQ(bits_of(flashinfer_global_scale_q(amax)), parse_bits(c.at("global_scale_f32_bits"))) << c.at("id");
+    EXPECT_EQ(bits_of(flashinfer_global_scale_q(amax)), parse_bits(c.at("global_scale_f32_bits")))
+        << c.at("id");
     ++checked;
   }
   EXPECT_GT(checked, 0) << "no '2688/amax' case in the golden file: nothing was compared";
@@ -73,14 +77,17 @@ TEST(GlobalScale, LayerGoldenInputAndWeightScales) {
     const float amax = flashinfer_abs_max(flatten(in.at("hidden_states")));
     const float s_q = flashinfer_global_scale_q(amax);
     EXPECT_EQ(bits_of(s_q), parse_bits(in.at("hidden_states_global_scale_q_f32_bits"))) << c.at("id");
-    EXPECT_EQ(bits_of(dequant_scale_from_quant_scale(s_q)), parse_bits(in.at("hidden_states_global_scale_dequant_f32_bits")))
+    EXPECT_EQ(bits_of(dequant_scale_from_quant_scale(s_q)),
+              parse_bits(in.at("hidden_states_global_scale_dequant_f32_bits")))
         << c.at("id");
     for (const char* w : {"w13", "w2"}) {
       const auto& wj = in.at(w);
       for (size_t e = 0; e < wj.at("weight_amax").size(); ++e) {
         const float s_q_w = flashinfer_global_scale_q(wj.at("weight_amax")[e].get<float>());
-        EXPECT_EQ(bits_of(s_q_w), parse_bits(wj.at("global_scale_q_f32_bits")[e])) << c.at("id") << " " << w << " expert " << e;
-        EXPECT_EQ(bits_of(dequant_scale_from_quant_scale(s_q_w)), parse_bits(wj.at("global_scale_dequant_f32_bits")[e]))
+        EXPECT_EQ(bits_of(s_q_w), parse_bits(wj.at("global_scale_q_f32_bits")[e]))
+            << c.at("id") << " " << w << " expert " << e;
+        EXPECT_EQ(bits_of(dequant_scale_from_quant_scale(s_q_w)),
+                  parse_bits(wj.at("global_scale_dequant_f32_bits")[e]))
             << c.at("id") << " " << w << " expert " << e;
       }
     }
@@ -88,7 +95,8 @@ TEST(GlobalScale, LayerGoldenInputAndWeightScales) {
     const auto& mid = c.at("intermediates");
     std::vector<float> act = flatten(mid.at("act_out"));
     for (float& x : act) x = round_to_bf16(x);
-    EXPECT_EQ(bits_of(flashinfer_global_scale_q(flashinfer_abs_max(act))), parse_bits(mid.at("act_global_scale_q_f32_bits")))
+    EXPECT_EQ(bits_of(flashinfer_global_scale_q(flashinfer_abs_max(act))),
+              parse_bits(mid.at("act_global_scale_q_f32_bits")))
         << c.at("id");
     ++checked;
   }
@@ -105,7 +113,8 @@ TEST(GlobalScale, TwoRoundingsAreNotOneDivision) {
     if (two_roundings != one_division) {
       ++differ;
       EXPECT_EQ(std::fabs(static_cast<double>(two_roundings) - one_division),
-                std::nextafter(std::fmin(two_roundings, one_division), INFINITY) - std::fmin(two_roundings, one_division));
+                std::nextafter(std::fmin(two_roundings, one_division), INFINITY) -
+                    std::fmin(two_roundings, one_division));
     }
   }
   EXPECT_GT(differ, 0);
@@ -115,7 +124,8 @@ TEST(GlobalScale, ModelOptWeightScale2IsTheCorrectlyRoundedQuotient) {
   using Big = boost::multiprecision::cpp_bin_float_50;
   int checked = 0;
   // Every 97th positive normal fp32 amax (an odd stride, all binades): ~22M / 97 ~ 22k values.
-  for (uint32_t b = std::bit_cast<uint32_t>(std::numeric_limits<float>::min()); b < 0x7F800000u; b += 97 * 1021) {
+  for (uint32_t b = std::bit_cast<uint32_t>(std::numeric_limits<float>::min()); b < 0x7F800000u;
+       b += 97 * 1021) {
     const float amax = std::bit_cast<float>(b);
     const float got = modelopt_weight_scale_2(amax);
     const Big exact = Big(amax) / Big(2688);

@@ -29,10 +29,12 @@ const fs::path kLayerGolden = fs::path(MOEFUZZ_SHARED_DIR) / "golden" / "moe_lay
 
 // fl(a * b) for fp32 a, b: the double product of two 24-bit significands is exact (48 bits), so one
 // rounding to float is IEEE fp32 multiplication (barring double-range overflow, impossible here).
-float fl_product(float a, float b) { return static_cast<float>(static_cast<double>(a) * static_cast<double>(b)); }
+float fl_product(float a, float b) {
+  return static_cast<float>(static_cast<double>(a) * static_cast<double>(b));
+}
 
-const std::vector<float> kGlobalDequantScales = {1.0f, 0.5f, 1.0f / 3.0f, 1.0f / 2688.0f, 1.5694755e-3f, 7.0f,
-                                                  std::numeric_limits<float>::min(), 1e30f};
+const std::vector<float> kGlobalDequantScales = {
+    1.0f, 0.5f, 1.0f / 3.0f, 1.0f / 2688.0f, 1.5694755e-3f, 7.0f, std::numeric_limits<float>::min(), 1e30f};
 
 bool same_value_or_both_nan(float a, float b) {
   return (std::isnan(a) && std::isnan(b)) || std::bit_cast<uint32_t>(a) == std::bit_cast<uint32_t>(b);
@@ -45,7 +47,8 @@ TEST(Nvfp4, DequantIsScaleTimesGlobalFirstForEveryCodeAndScale) {
         const float block = fl_product(e4m3_to_float(static_cast<uint8_t>(scale)), s_d);
         const float expected = fl_product(e2m1_to_float(static_cast<uint8_t>(code)), block);
         const float got = nvfp4_dequant_value(static_cast<uint8_t>(code), static_cast<uint8_t>(scale), s_d);
-        ASSERT_TRUE(same_value_or_both_nan(got, expected)) << "code " << code << " scale " << scale << " S_d " << s_d;
+        ASSERT_TRUE(same_value_or_both_nan(got, expected))
+            << "code " << code << " scale " << scale << " S_d " << s_d;
       }
     }
   }
@@ -64,7 +67,8 @@ TEST(Nvfp4, TheTwoOrdersDifferOnlyForOddSignificandCodes) {
         if (a == b) continue;
         ++differing;
         const float magnitude = std::fabs(e2m1_to_float(c));
-        EXPECT_TRUE(magnitude == 1.5f || magnitude == 3.0f || magnitude == 6.0f) << code << " " << scale << " " << s_d;
+        EXPECT_TRUE(magnitude == 1.5f || magnitude == 3.0f || magnitude == 6.0f)
+            << code << " " << scale << " " << s_d;
       }
     }
   }
@@ -77,16 +81,16 @@ TEST(Nvfp4, MatrixStorageAndHandValues) {
   EXPECT_EQ(w.scales.size(), 4u);   // 2 rows x 2 blocks
   EXPECT_EQ(w.blocks_per_row(), 2);
   w.global_dequant = 0.5f;
-  w.set_code(0, 17, 0x3);                       // +1.5, block 1 of row 0
-  w.set_code(1, 0, 0xF);                        // -6, block 0 of row 1
-  w.scale(0, 1) = e4m3_from_float(2.0f);        // 0x40
-  w.scale(1, 0) = e4m3_from_float(448.0f);      // 0x7E
-  EXPECT_EQ(w.packed[8], 0x30);                 // element 17 is the HIGH nibble of byte 8 of row 0
-  EXPECT_EQ(w.packed[16], 0x0F);                // element 0 of row 1 is the low nibble of its first byte
-  EXPECT_EQ(w.dequant(0, 17), 1.5f);            // 1.5 * (2 * 0.5)
-  EXPECT_EQ(w.dequant(1, 0), -1344.0f);         // -6 * (448 * 0.5)
-  EXPECT_EQ(w.dequant(0, 16), 0.0f);            // code 0
-  EXPECT_EQ(w.dequant(0, 0), 0.0f);             // scale 0
+  w.set_code(0, 17, 0x3);                   // +1.5, block 1 of row 0
+  w.set_code(1, 0, 0xF);                    // -6, block 0 of row 1
+  w.scale(0, 1) = e4m3_from_float(2.0f);    // 0x40
+  w.scale(1, 0) = e4m3_from_float(448.0f);  // 0x7E
+  EXPECT_EQ(w.packed[8], 0x30);             // element 17 is the HIGH nibble of byte 8 of row 0
+  EXPECT_EQ(w.packed[16], 0x0F);            // element 0 of row 1 is the low nibble of its first byte
+  EXPECT_EQ(w.dequant(0, 17), 1.5f);        // 1.5 * (2 * 0.5)
+  EXPECT_EQ(w.dequant(1, 0), -1344.0f);     // -6 * (448 * 0.5)
+  EXPECT_EQ(w.dequant(0, 16), 0.0f);        // code 0
+  EXPECT_EQ(w.dequant(0, 0), 0.0f);         // scale 0
   // An S_d that is not a power of two: the block scale fl(2 * S_d) is formed first, then times 1.5.
   w.global_dequant = 1.0f / 3.0f;
   EXPECT_EQ(w.dequant(0, 17), fl_product(1.5f, fl_product(2.0f, 1.0f / 3.0f)));
@@ -94,7 +98,7 @@ TEST(Nvfp4, MatrixStorageAndHandValues) {
 }
 
 TEST(Nvfp4, RejectsShapesThatAreNotNvfp4) {
-  EXPECT_THROW(Nvfp4Matrix(2, 24), InputError);   // K not a multiple of 16
+  EXPECT_THROW(Nvfp4Matrix(2, 24), InputError);  // K not a multiple of 16
   EXPECT_THROW(Nvfp4Matrix(-1, 16), InputError);
   EXPECT_THROW(Nvfp4Matrix(1, -16), InputError);
   EXPECT_THROW(Nvfp4Matrix(int64_t{1} << 40, 16), InputError);  // bounded allocation
@@ -105,7 +109,8 @@ TEST(Nvfp4, RejectsShapesThatAreNotNvfp4) {
 
 std::vector<uint8_t> parse_hex_row(const std::string& hex) {
   std::vector<uint8_t> out(hex.size() / 2);
-  for (size_t j = 0; j < out.size(); ++j) out[j] = static_cast<uint8_t>(std::stoul(hex.substr(2 * j, 2), nullptr, 16));
+  for (size_t j = 0; j < out.size(); ++j)
+    out[j] = static_cast<uint8_t>(std::stoul(hex.substr(2 * j, 2), nullptr, 16));
   return out;
 }
 
@@ -149,9 +154,10 @@ TEST(Nvfp4, GoldenLayerOrderDifferencesMatchTheGeneratorsCount) {
     const auto& counts = c.at("checks").at("dequant_elements_differing_if_sf_times_gs_first");
     const auto& inputs = c.at("inputs");
     // Layer input (one row per token).
-    const Nvfp4Matrix hidden = matrix_from_hex(c.at("hidden_states_quantized").at("packed_hex"),
-                                               c.at("hidden_states_quantized").at("scale_e4m3_hex"),
-                                               parse_f32_bits(inputs.at("hidden_states_global_scale_dequant_f32_bits")));
+    const Nvfp4Matrix hidden =
+        matrix_from_hex(c.at("hidden_states_quantized").at("packed_hex"),
+                        c.at("hidden_states_quantized").at("scale_e4m3_hex"),
+                        parse_f32_bits(inputs.at("hidden_states_global_scale_dequant_f32_bits")));
     EXPECT_EQ(elements_where_orders_differ(hidden), counts.at("hidden").get<int64_t>()) << c.at("id");
     total_elements += hidden.rows * hidden.cols;
     // Expert weights: one matrix and one S_d per expert.
@@ -168,8 +174,9 @@ TEST(Nvfp4, GoldenLayerOrderDifferencesMatchTheGeneratorsCount) {
     }
     // FC2 input.
     const auto& mid = c.at("intermediates");
-    const Nvfp4Matrix act = matrix_from_hex(mid.at("act_quant_packed_hex"), mid.at("act_quant_scale_e4m3_hex"),
-                                            parse_f32_bits(mid.at("act_global_scale_dequant_f32_bits")));
+    const Nvfp4Matrix act =
+        matrix_from_hex(mid.at("act_quant_packed_hex"), mid.at("act_quant_scale_e4m3_hex"),
+                        parse_f32_bits(mid.at("act_global_scale_dequant_f32_bits")));
     EXPECT_EQ(elements_where_orders_differ(act), counts.at("activation").get<int64_t>()) << c.at("id");
   }
   EXPECT_GT(total_elements, 0) << "no layer case: nothing was compared";

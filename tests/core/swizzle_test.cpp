@@ -23,7 +23,8 @@ namespace {
 // torch semantics: view a contiguous buffer with shape `dims`, permute its axes by `perm`, make it
 // contiguous. Returns, for each position of the result, the linear index of the source element.
 template <size_t N>
-std::vector<int64_t> permuted_source_index(const std::array<int64_t, N>& dims, const std::array<int, N>& perm) {
+std::vector<int64_t> permuted_source_index(const std::array<int64_t, N>& dims,
+                                           const std::array<int, N>& perm) {
   std::array<int64_t, N> src_stride{};
   int64_t total = 1;
   for (int i = static_cast<int>(N) - 1; i >= 0; --i) {
@@ -49,10 +50,12 @@ std::vector<int64_t> permuted_source_index(const std::array<int64_t, N>& dims, c
 int64_t round_up(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
 // Linear [rows, cols] -> zero-padded [mp, kbp], row-major.
-std::vector<uint8_t> pad(const std::vector<uint8_t>& linear, int64_t rows, int64_t cols, int64_t mp, int64_t kbp) {
+std::vector<uint8_t> pad(const std::vector<uint8_t>& linear, int64_t rows, int64_t cols, int64_t mp,
+                         int64_t kbp) {
   std::vector<uint8_t> padded(static_cast<size_t>(mp * kbp), 0);
   for (int64_t m = 0; m < rows; ++m)
-    for (int64_t kb = 0; kb < cols; ++kb) padded[static_cast<size_t>(m * kbp + kb)] = linear[static_cast<size_t>(m * cols + kb)];
+    for (int64_t kb = 0; kb < cols; ++kb)
+      padded[static_cast<size_t>(m * kbp + kb)] = linear[static_cast<size_t>(m * cols + kb)];
   return padded;
 }
 
@@ -73,11 +76,13 @@ TEST(Swizzle128x4, MatchesTheTensorPermuteDefinition) {
       ASSERT_EQ(padded_rows_128x4(rows), mp);
       ASSERT_EQ(padded_scale_cols_128x4(cols), kbp);
       ASSERT_EQ(swizzled_128x4_size(rows, cols), mp * kbp);
-      const std::vector<int64_t> source = permuted_source_index<5>({mp / 128, 4, 32, kbp / 4, 4}, {0, 3, 2, 1, 4});
+      const std::vector<int64_t> source =
+          permuted_source_index<5>({mp / 128, 4, 32, kbp / 4, 4}, {0, 3, 2, 1, 4});
       // Offsets: position p of the permuted tensor holds padded element source[p] = m * kbp + kb.
       for (int64_t p = 0; p < mp * kbp; ++p) {
         const int64_t m = source[p] / kbp, kb = source[p] % kbp;
-        ASSERT_EQ(swizzled_128x4_offset(m, kb, cols), p) << "rows " << rows << " cols " << cols << " m " << m << " kb " << kb;
+        ASSERT_EQ(swizzled_128x4_offset(m, kb, cols), p)
+            << "rows " << rows << " cols " << cols << " m " << m << " kb " << kb;
       }
       // Buffers: swizzle == the permuted padded tensor, padding bytes 0.
       const std::vector<uint8_t> linear = numbered(rows * cols);

@@ -49,16 +49,18 @@ std::vector<double> scores(const Case& c, int64_t t) {
   std::vector<double> s(static_cast<size_t>(e_count));
   for (int64_t e = 0; e < e_count; ++e) {
     const double l = c.logits[static_cast<size_t>(t * e_count + e)];
-    s[static_cast<size_t>(e)] = c.recipe.routing.mode == RoutingMode::kSigmoidGrouped
-                                    ? 1.0 / (1.0 + std::exp(-l)) + (c.bias.empty() ? 0.0 : c.bias[static_cast<size_t>(e)])
-                                    : l;
+    s[static_cast<size_t>(e)] =
+        c.recipe.routing.mode == RoutingMode::kSigmoidGrouped
+            ? 1.0 / (1.0 + std::exp(-l)) + (c.bias.empty() ? 0.0 : c.bias[static_cast<size_t>(e)])
+            : l;
   }
   return s;
 }
 
 TEST(LogitProfiles, AllNegativeAndVeryNegativeUnderEveryLoad) {
   for (uint64_t seed : kSeeds)
-    for (LoadProfile load : {LoadProfile::kUniform, LoadProfile::kZeroTokenExperts, LoadProfile::kOneExpert}) {
+    for (LoadProfile load :
+         {LoadProfile::kUniform, LoadProfile::kZeroTokenExperts, LoadProfile::kOneExpert}) {
       CaseRecipe r = sigmoid(seed);
       r.values.load = load;
       r.values.logits = LogitProfile::kAllNegative;
@@ -248,8 +250,9 @@ TEST(WeightProfiles, WideScalesAndExpertSpread) {
   CaseRecipe r = base(1);
   r.values.weights = WeightProfile::kWideScales;
   std::set<uint8_t> bytes;
-  for_each_matrix(materialize(r), [&](const Nvfp4Matrix& m) { bytes.insert(m.scales.begin(), m.scales.end()); });
-  EXPECT_LE(*bytes.begin(), 0x07);  // subnormal E4M3 scales
+  for_each_matrix(materialize(r),
+                  [&](const Nvfp4Matrix& m) { bytes.insert(m.scales.begin(), m.scales.end()); });
+  EXPECT_LE(*bytes.begin(), 0x07);   // subnormal E4M3 scales
   EXPECT_EQ(*bytes.rbegin(), 0x7E);  // 448
 
   r.values.weights = WeightProfile::kExpertSpread;
@@ -314,14 +317,16 @@ TEST(HiddenProfiles, ZeroBlocksAndOutliers) {
   r.values.hidden = HiddenProfile::kZeroBlocks;
   std::vector<uint16_t> h = draw_hidden(r);
   const int64_t hd = r.shape.hidden;
-  for (int64_t i = 0; i < hd; ++i) EXPECT_EQ(bf16_to_float(h[static_cast<size_t>((r.shape.tokens - 1) * hd + i)]), 0.0f);
+  for (int64_t i = 0; i < hd; ++i)
+    EXPECT_EQ(bf16_to_float(h[static_cast<size_t>((r.shape.tokens - 1) * hd + i)]), 0.0f);
   for (int64_t i = 0; i < 16; ++i) EXPECT_EQ(bf16_to_float(h[static_cast<size_t>(i)]), 0.0f);
 
   r.values.hidden = HiddenProfile::kOutliers;
   h = draw_hidden(r);
   for (int64_t t = 0; t < r.shape.tokens; ++t) {
     float amax = 0;
-    for (int64_t i = 0; i < hd; ++i) amax = std::max(amax, std::fabs(bf16_to_float(h[static_cast<size_t>(t * hd + i)])));
+    for (int64_t i = 0; i < hd; ++i)
+      amax = std::max(amax, std::fabs(bf16_to_float(h[static_cast<size_t>(t * hd + i)])));
     EXPECT_GE(amax, 64.0f) << "every token carries an outlier >= 2^6 (normal values are bounded by 6)";
   }
 }
@@ -332,7 +337,8 @@ TEST(ActScaleProfiles, FarIsAPowerOfTwoAwayAndPerExpertNeverExceedsGlobal) {
     const Case calibrated = materialize(r);
     r.values.act_scale = ActScaleProfile::kFar;
     const Case far = materialize(r);
-    for (auto [a, b] : {std::pair{calibrated.a1_scale[0], far.a1_scale[0]}, std::pair{calibrated.a2_scale[0], far.a2_scale[0]}}) {
+    for (auto [a, b] : {std::pair{calibrated.a1_scale[0], far.a1_scale[0]},
+                        std::pair{calibrated.a2_scale[0], far.a2_scale[0]}}) {
       int e = 0;
       const double m = std::frexp(static_cast<double>(b) / a, &e);
       EXPECT_EQ(m, 0.5);

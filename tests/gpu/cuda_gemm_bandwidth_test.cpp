@@ -26,7 +26,9 @@
 #endif
 
 #ifndef MOEFUZZ_WITH_CUDA
-TEST(CudaGemmBandwidth, RequiresCudaBuild) { GTEST_SKIP() << "built without nvcc: the cuda kernel is not compiled"; }
+TEST(CudaGemmBandwidth, RequiresCudaBuild) {
+  GTEST_SKIP() << "built without nvcc: the cuda kernel is not compiled";
+}
 #else
 namespace moefuzz {
 namespace {
@@ -39,7 +41,8 @@ std::vector<int64_t> env_list(const char* name, std::vector<int64_t> fallback) {
   std::vector<int64_t> out;
   std::stringstream ss(v);
   std::string item;
-  while (std::getline(ss, item, ',')) if (!item.empty()) out.push_back(std::stoll(item));
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(std::stoll(item));
   return out;
 }
 
@@ -60,15 +63,16 @@ TEST(CudaGemmBandwidth, DecodeShapes) {
   const std::vector<int64_t> tactics = env_list("MOEFUZZ_BENCH_TACTICS", all);
   const std::vector<int64_t> tokens = env_list("MOEFUZZ_BENCH_TOKENS", {16, 32, 64, 128, 256});
   const char* copy_env = std::getenv("MOEFUZZ_BENCH_COPY");
-  std::printf("[cuda-bench] device %s; stream variant %d (%s)\n", cuda::cuda_device_name().c_str(), cuda::stream_variant(),
-              cuda::stream_variant_name(cuda::stream_variant()).c_str());
+  std::printf("[cuda-bench] device %s; stream variant %d (%s)\n", cuda::cuda_device_name().c_str(),
+              cuda::stream_variant(), cuda::stream_variant_name(cuda::stream_variant()).c_str());
   double copy = kKindsCopyGBs;
   if (!copy_env || std::string(copy_env) != "0") {
     copy = cuda::measure_copy_gbs(int64_t{2} << 30, 10);
-    std::printf("[cuda-bench] copy ceiling: cudaMemcpy D2D 2 GiB, median of 10: %.1f GB/s (read + write)\n", copy);
+    std::printf("[cuda-bench] copy ceiling: cudaMemcpy D2D 2 GiB, median of 10: %.1f GB/s (read + write)\n",
+                copy);
   }
-  std::printf("[cuda-bench] %6s %6s %-18s %8s %10s %10s %8s %8s %s\n", "T", "tactic", "variant", "ms", "MB", "GB/s", "%copy",
-              "%4.3TB", "vs tactic 0");
+  std::printf("[cuda-bench] %6s %6s %-18s %8s %10s %10s %8s %8s %s\n", "T", "tactic", "variant", "ms", "MB",
+              "GB/s", "%copy", "%4.3TB", "vs tactic 0");
   for (int64_t T : tokens) {
     // Reference output of tactic 0 (same seed, same random device-generated case).
     std::vector<uint16_t> ref;
@@ -91,12 +95,16 @@ TEST(CudaGemmBandwidth, DecodeShapes) {
       const float ms = p.time_gemms_ms(20);
       const double bytes = static_cast<double>(p.gemm_min_bytes());
       const double gbs = bytes / (ms * 1e-3) / 1e9;
-      const std::string variant = cuda::kTactics[tactic].stream ? cuda::stream_variant_name(cuda::stream_variant())
-                                                                 : (cuda::kTactics[tactic].rows_per_tile == 16 ? "splitK 16-row" : "splitK 64-row");
-      std::printf("[cuda-bench] %6lld %6lld %-18s %8.4f %10.1f %10.1f %7.1f%% %7.1f%% %s (%lld/%zu differ, %lld non-finite in ref)\n",
-                  static_cast<long long>(T), static_cast<long long>(tactic), variant.c_str(), ms, bytes / 1e6, gbs,
-                  100 * gbs / copy, 100 * gbs / kKindsCopyGBs, diff == 0 ? "IDENTICAL" : "DIFFERENT",
-                  static_cast<long long>(diff), out.size(), static_cast<long long>(nonfinite));
+      const std::string variant =
+          cuda::kTactics[tactic].stream
+              ? cuda::stream_variant_name(cuda::stream_variant())
+              : (cuda::kTactics[tactic].rows_per_tile == 16 ? "splitK 16-row" : "splitK 64-row");
+      std::printf(
+          "[cuda-bench] %6lld %6lld %-18s %8.4f %10.1f %10.1f %7.1f%% %7.1f%% %s (%lld/%zu differ, %lld "
+          "non-finite in ref)\n",
+          static_cast<long long>(T), static_cast<long long>(tactic), variant.c_str(), ms, bytes / 1e6, gbs,
+          100 * gbs / copy, 100 * gbs / kKindsCopyGBs, diff == 0 ? "IDENTICAL" : "DIFFERENT",
+          static_cast<long long>(diff), out.size(), static_cast<long long>(nonfinite));
       std::fflush(stdout);
       EXPECT_GT(ms, 0.0f);
       EXPECT_EQ(diff, 0) << "T=" << T << " tactic " << tactic << ": output differs from tactic 0";

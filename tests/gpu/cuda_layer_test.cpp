@@ -43,10 +43,10 @@ int64_t env_int(const char* name, int64_t fallback) {
   return v ? std::atoll(v) : fallback;
 }
 
-#define SKIP_WITHOUT_GPU()                                                                   \
-  do {                                                                                       \
-    std::string why;                                                                         \
-    if (!cuda::cuda_device_available(&why)) GTEST_SKIP() << "no CUDA GPU present: " << why;  \
+#define SKIP_WITHOUT_GPU()                                                                  \
+  do {                                                                                      \
+    std::string why;                                                                        \
+    if (!cuda::cuda_device_available(&why)) GTEST_SKIP() << "no CUDA GPU present: " << why; \
   } while (0)
 
 // ---------------------------------------------------------------------------------------------
@@ -82,9 +82,9 @@ struct CaseGen {
     c.logits.resize(T * E);
     for (auto& l : c.logits) {
       double v = normal() * 2;
-      if (lp == 1) v = -std::fabs(v) - 3;             // all negative
-      if (lp == 2) v = std::round(v * 2) / 2;         // exact ties
-      if (lp == 3) v = std::round(v * 4096) / 4096;   // near ties
+      if (lp == 1) v = -std::fabs(v) - 3;            // all negative
+      if (lp == 2) v = std::round(v * 2) / 2;        // exact ties
+      if (lp == 3) v = std::round(v * 4096) / 4096;  // near ties
       l = static_cast<float>(v);
     }
     if (r.routing.mode == RoutingMode::kSigmoidGrouped && r.routing.correction_bias) {
@@ -173,23 +173,25 @@ struct Failure {
 
 std::string loc(const char* stage, int64_t t, int64_t s, int64_t col, double got, double want, double bound) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "%s t=%lld slot=%lld col=%lld got=%.9g expected=%.9g bound=%.3g err/bound=%.3g", stage,
-                static_cast<long long>(t), static_cast<long long>(s), static_cast<long long>(col), got, want, bound,
-                bound > 0 ? std::fabs(got - want) / bound : INFINITY);
+  std::snprintf(buf, sizeof buf,
+                "%s t=%lld slot=%lld col=%lld got=%.9g expected=%.9g bound=%.3g err/bound=%.3g", stage,
+                static_cast<long long>(t), static_cast<long long>(s), static_cast<long long>(col), got, want,
+                bound, bound > 0 ? std::fabs(got - want) / bound : INFINITY);
   return buf;
 }
 
 // Routing of token t. Scores are recomputed in double; the kernel's fp32 scores carry at most the
 // relative errors derived per mode below. A selection is admissible if every chosen expert could
 // outrank every unchosen eligible one within those errors (near-ties accepted either way).
-void check_routing(const Case& c, const cuda::PipelineConfig& cfg, int64_t t, const int32_t* ids, const float* w,
-                   Failure& f) {
+void check_routing(const Case& c, const cuda::PipelineConfig& cfg, int64_t t, const int32_t* ids,
+                   const float* w, Failure& f) {
   const int64_t E = cfg.experts, K = cfg.top_k;
   const float* x = c.logits.data() + t * E;
   std::vector<double> score(E), sel(E), rel(E), err(E);
   const auto mode = static_cast<RoutingMode>(cfg.mode);
-  const bool softmax = mode == RoutingMode::kSoftmax ||
-                       (mode == RoutingMode::kHash && static_cast<ScoreFunc>(cfg.hash_score) == ScoreFunc::kSoftmax);
+  const bool softmax =
+      mode == RoutingMode::kSoftmax ||
+      (mode == RoutingMode::kHash && static_cast<ScoreFunc>(cfg.hash_score) == ScoreFunc::kSoftmax);
   if (softmax) {
     double m = -INFINITY, sum = 0;
     for (int64_t e = 0; e < E; ++e) m = std::max(m, static_cast<double>(x[e]));
@@ -219,7 +221,9 @@ void check_routing(const Case& c, const cuda::PipelineConfig& cfg, int64_t t, co
   std::vector<char> chosen(E, 0);
   for (int64_t j = 0; j < K; ++j) {
     if (!f(ids[j] >= 0 && ids[j] < E, loc("route(id range)", t, j, ids[j], ids[j], 0, 0))) return;
-    if (mode != RoutingMode::kHash && !f(!chosen[ids[j]], loc("route(duplicate id)", t, j, ids[j], ids[j], 0, 0))) return;
+    if (mode != RoutingMode::kHash &&
+        !f(!chosen[ids[j]], loc("route(duplicate id)", t, j, ids[j], ids[j], 0, 0)))
+      return;
     chosen[ids[j]] = 1;
   }
   if (mode == RoutingMode::kHash) {
@@ -233,7 +237,7 @@ void check_routing(const Case& c, const cuda::PipelineConfig& cfg, int64_t t, co
       const int64_t G = E / cfg.n_group;
       std::vector<double> gs(cfg.n_group), ge(cfg.n_group);
       for (int64_t g = 0; g < cfg.n_group; ++g) {
-        std::vector<std::pair<double, double>> v;
+        std::vector<std::pair<double, double> > v;
         for (int64_t j = 0; j < G; ++j) v.push_back({sel[g * G + j], err[g * G + j]});
         std::sort(v.begin(), v.end(), [](auto a, auto b) { return a.first > b.first; });
         const bool two = cfg.has_bias && G >= 2;
@@ -244,7 +248,8 @@ void check_routing(const Case& c, const cuda::PipelineConfig& cfg, int64_t t, co
       for (int64_t j = 0; j < K; ++j) used[ids[j] / G] = 1;
       int64_t n_used = 0;
       for (int64_t g = 0; g < cfg.n_group; ++g) n_used += used[g];
-      if (!f(n_used <= cfg.topk_group, loc("route(groups)", t, -1, n_used, n_used, cfg.topk_group, 0))) return;
+      if (!f(n_used <= cfg.topk_group, loc("route(groups)", t, -1, n_used, n_used, cfg.topk_group, 0)))
+        return;
       for (int64_t g = 0; g < cfg.n_group; ++g) {
         if (!used[g]) continue;
         int64_t beaten_by = 0;
@@ -257,7 +262,8 @@ void check_routing(const Case& c, const cuda::PipelineConfig& cfg, int64_t t, co
       for (int64_t u = 0; u < E; ++u) {
         if (chosen[u] || !eligible[u]) continue;
         const int64_t c0 = ids[j];
-        if (!f(sel[c0] + err[c0] >= sel[u] - err[u], loc("route(selection admissible)", t, j, u, sel[c0], sel[u], err[c0] + err[u])))
+        if (!f(sel[c0] + err[c0] >= sel[u] - err[u],
+               loc("route(selection admissible)", t, j, u, sel[c0], sel[u], err[c0] + err[u])))
           return;
       }
   }
@@ -273,7 +279,8 @@ void check_routing(const Case& c, const cuda::PipelineConfig& cfg, int64_t t, co
     if (renorm) want /= (sum + cfg.renorm_epsilon);
     if (cfg.rsf_in_topk) want *= cfg.rsf;
     // score error, sum of K (K u), division (u), rsf product (u): doubled.
-    const double bound = (renorm ? 2 * max_rel : max_rel) * std::fabs(want) + 2 * (K + 3) * kU * std::fabs(want) + 0x1p-126;
+    const double bound =
+        (renorm ? 2 * max_rel : max_rel) * std::fabs(want) + 2 * (K + 3) * kU * std::fabs(want) + 0x1p-126;
     if (!f(std::fabs(w[j] - want) <= bound, loc("route(weight)", t, j, ids[j], w[j], want, bound))) return;
   }
 }
@@ -281,8 +288,8 @@ void check_routing(const Case& c, const cuda::PipelineConfig& cfg, int64_t t, co
 // NVFP4 quantization of one row (SPEC.md §1.5 fast-math). Step 2 is bit-reproducible, so the scale
 // byte must match exactly; step 3 uses rcp.approx (<= 1 ulp off RN), so each code may be any code
 // reachable by y within 3 ulp (two rcp, two products).
-void check_quant(const char* stage, const std::vector<float>& x, float s_q, bool vecmax_rule, const uint8_t* packed,
-                 const uint8_t* scales, int64_t t, int64_t slot, Failure& f) {
+void check_quant(const char* stage, const std::vector<float>& x, float s_q, bool vecmax_rule,
+                 const uint8_t* packed, const uint8_t* scales, int64_t t, int64_t slot, Failure& f) {
   const int64_t cols = static_cast<int64_t>(x.size());
   const float r6 = static_cast<float>(1.0 / 6.0);  // rcp.approx(6) == RN(1/6) [MEASURED, SPEC.md §1.5]
   for (int64_t b = 0; b < cols / 16; ++b) {
@@ -308,24 +315,29 @@ void check_quant(const char* stage, const std::vector<float>& x, float s_q, bool
         hi = e2m1_canonical(e2m1_from_float(static_cast<float>(y + d)));
       }
       const float gv = e2m1_to_float(got), lv = e2m1_to_float(lo), hv = e2m1_to_float(hi);
-      if (!f(gv >= std::min(lv, hv) && gv <= std::max(lv, hv), loc(stage, t, slot, col, gv, lv, hv - lv) + " (code)")) return;
+      if (!f(gv >= std::min(lv, hv) && gv <= std::max(lv, hv),
+             loc(stage, t, slot, col, gv, lv, hv - lv) + " (code)"))
+        return;
     }
   }
 }
 
 // One GEMM row: kernel = bf16(fl(alpha * acc32)), acc32 the tensor-core fp32 sum of exact products.
 // |acc32 - acc| <= (K + 8) * 2^-23 * sum|terms|: one 2^-23 (truncation-safe) per accumulated
-// product plus the 4-way split-K adds. Then fl(alpha * .) (u) and bf16 RN (8 significant bits: 2^-8 relative).
-void check_gemm_row(const char* stage, const uint8_t* a_packed, const uint8_t* a_sf, const Nvfp4Matrix& w, float alpha,
-                    const float* got, int64_t t, int64_t slot, Failure& f) {
+// product plus the 4-way split-K adds. Then fl(alpha * .) (u) and bf16 RN (8 significant bits: 2^-8
+// relative).
+void check_gemm_row(const char* stage, const uint8_t* a_packed, const uint8_t* a_sf, const Nvfp4Matrix& w,
+                    float alpha, const float* got, int64_t t, int64_t slot, Failure& f) {
   const int64_t K = w.cols;
   std::vector<double> a(K);
-  for (int64_t k = 0; k < K; ++k) a[k] = e2m1_to_float(fp4_code_at(a_packed, k)) * static_cast<double>(e4m3_to_float(a_sf[k / 16]));
+  for (int64_t k = 0; k < K; ++k)
+    a[k] = e2m1_to_float(fp4_code_at(a_packed, k)) * static_cast<double>(e4m3_to_float(a_sf[k / 16]));
   for (int64_t n = 0; n < w.rows; ++n) {
     double acc = 0, mag = 0;
     const uint8_t* wr = w.packed.data() + n * (K / 2);
     for (int64_t k = 0; k < K; ++k) {
-      const double p = a[k] * e2m1_to_float(fp4_code_at(wr, k)) * static_cast<double>(e4m3_to_float(w.scale(n, k / 16)));
+      const double p =
+          a[k] * e2m1_to_float(fp4_code_at(wr, k)) * static_cast<double>(e4m3_to_float(w.scale(n, k / 16)));
       acc += p;
       mag += std::fabs(p);
     }
@@ -339,10 +351,12 @@ void check_gemm_row(const char* stage, const uint8_t* a_packed, const uint8_t* a
 // h = bf16(silu(g) * u) from the kernel's own bf16 GEMM1 outputs; the fp32 pre-rounding value has
 // relative error <= (8 + |alpha g|) u (expf 2 ulp, the product alpha*g amplified by |alpha g|,
 // add, divide, multiply, u + beta), then bf16 RN (2^-8 relative).
-void check_activation_row(const Case& c, const float* gemm1, const float* got, int64_t I, int64_t t, int64_t slot, Failure& f) {
+void check_activation_row(const Case& c, const float* gemm1, const float* got, int64_t I, int64_t t,
+                          int64_t slot, Failure& f) {
   const Swiglu& s = c.recipe.swiglu;
   const bool clamp = std::isfinite(s.limit);
-  const double L = static_cast<float>(s.limit), al = static_cast<float>(s.alpha), be = static_cast<float>(s.beta);
+  const double L = static_cast<float>(s.limit), al = static_cast<float>(s.alpha),
+               be = static_cast<float>(s.beta);
   for (int64_t i = 0; i < I; ++i) {
     double g = gemm1[i], u = gemm1[I + i];
     if (clamp) {
@@ -356,15 +370,16 @@ void check_activation_row(const Case& c, const float* gemm1, const float* got, i
     // Range: when exp(-alpha g) overflows fp32 (-alpha g > ln(FLT_MAX) ~ 88.7) the kernel's silu is
     // +-0 while |silu| < |g| 2^-128; a subnormal fp32 product is off by at most 2^-150.
     const double overflow = (-al * g > 88.0) ? std::fabs(g) * 0x1p-127 * (std::fabs(u) + std::fabs(be)) : 0.0;
-    const double abs_pre = rel * std::fabs(want) + kU * std::fabs(silu) * (std::fabs(u) + std::fabs(be)) + overflow + 0x1p-149;
+    const double abs_pre =
+        rel * std::fabs(want) + kU * std::fabs(silu) * (std::fabs(u) + std::fabs(be)) + overflow + 0x1p-149;
     const double bound = abs_pre + 0x1p-8 * (std::fabs(want) + abs_pre) + 0x1p-133;
     if (!f(std::fabs(got[i] - want) <= bound, loc("activation", t, slot, i, got[i], want, bound))) return;
   }
 }
 
 // Checks token rows of a kernel result. `tokens[i]` is the case token of result row i.
-void check_tokens(const Case& c, const cuda::PipelineConfig& cfg, const std::vector<int64_t>& tokens, const LayerResult& res,
-                  Failure& f) {
+void check_tokens(const Case& c, const cuda::PipelineConfig& cfg, const std::vector<int64_t>& tokens,
+                  const LayerResult& res, Failure& f) {
   const int64_t H = cfg.hidden, I = cfg.inter, R = cfg.routed_slots();
   for (size_t ti = 0; ti < tokens.size() && f.what.empty(); ++ti) {
     const int64_t t = tokens[ti];
@@ -387,8 +402,10 @@ void check_tokens(const Case& c, const cuda::PipelineConfig& cfg, const std::vec
       check_activation_row(c, g1, act, I, t, s, f);
       const uint8_t* p2 = res.fc2_input->packed.data() + row * I / 2;
       const uint8_t* s2 = res.fc2_input->scales.data() + row * I / 16;
-      check_quant("fc2_quant", std::vector<float>(act, act + I), c.a2_scale_for(e), cfg.zero_scale_by_vecmax, p2, s2, t, s, f);
-      check_gemm_row("gemm2", p2, s2, ew.down, a2d * ew.down.global_dequant, res.gemm2->data() + row * H, t, s, f);
+      check_quant("fc2_quant", std::vector<float>(act, act + I), c.a2_scale_for(e), cfg.zero_scale_by_vecmax,
+                  p2, s2, t, s, f);
+      check_gemm_row("gemm2", p2, s2, ew.down, a2d * ew.down.global_dequant, res.gemm2->data() + row * H, t,
+                     s, f);
     }
     // Combine: fp32 in slot order (terms bf16(y * bf16(w)) under kBf16Products), reproduced bit for bit.
     for (int64_t h = 0; h < H && f.what.empty(); ++h) {
@@ -401,7 +418,8 @@ void check_tokens(const Case& c, const cuda::PipelineConfig& cfg, const std::vec
       float want = round_to_bf16(acc);
       if (cfg.separate_shared) want = round_to_bf16(want + res.shared_output[ti * H + h]);
       const float got = res.output[ti * H + h];
-      f(std::memcmp(&got, &want, 4) == 0 || (std::isnan(got) && std::isnan(want)), loc("combine(bit-exact)", t, -1, h, got, want, 0));
+      f(std::memcmp(&got, &want, 4) == 0 || (std::isnan(got) && std::isnan(want)),
+        loc("combine(bit-exact)", t, -1, h, got, want, 0));
     }
   }
 }
@@ -421,7 +439,8 @@ TEST(CudaLayer, RandomLayersMatchHostReference) {
     n_materialized += materialized;
     // MOEFUZZ_GPU_TACTIC=t: every case on tactic t (the bit-identity pairs still sweep all tactics).
     const int forced = static_cast<int>(env_int("MOEFUZZ_GPU_TACTIC", -1));
-    const int tactic = forced >= 0 && forced < cuda::kNumTactics ? forced : static_cast<int>(i % cuda::kNumTactics);
+    const int tactic =
+        forced >= 0 && forced < cuda::kNumTactics ? forced : static_cast<int>(i % cuda::kNumTactics);
     LayerResult res;
     res.output.assign(r.shape.tokens * r.shape.hidden, NAN);  // CANARY
     kernel->run_layer(c, {.tactic = tactic}, res);
@@ -431,8 +450,9 @@ TEST(CudaLayer, RandomLayersMatchHostReference) {
     for (int64_t t = 0; t < r.shape.tokens; ++t) tokens[t] = t;
     Failure f;
     check_tokens(c, cfg, tokens, res, f);
-    ASSERT_TRUE(f.what.empty()) << "case " << i << " mode " << static_cast<int>(r.routing.mode) << " T=" << r.shape.tokens
-                                << " H=" << r.shape.hidden << " I=" << r.shape.inter << " E=" << r.shape.experts
+    ASSERT_TRUE(f.what.empty()) << "case " << i << " mode " << static_cast<int>(r.routing.mode)
+                                << " T=" << r.shape.tokens << " H=" << r.shape.hidden
+                                << " I=" << r.shape.inter << " E=" << r.shape.experts
                                 << " k=" << r.shape.top_k << " tactic " << tactic << ": " << f.what;
     if (i % 10 == 0) {  // TACTIC and REPEAT: bit-identical across every tactic and runs
       for (int t2 = 0; t2 < cuda::kNumTactics; ++t2) {
@@ -447,27 +467,33 @@ TEST(CudaLayer, RandomLayersMatchHostReference) {
     ++checked;
     ++per_mode[static_cast<int>(r.routing.mode)];
     if (checked % 25 == 0) {  // progress survives a timeout kill
-      std::printf("[cuda] progress: %lld cases checked (last i=%lld, tactic %d)\n", static_cast<long long>(checked),
-                  static_cast<long long>(i), tactic);
+      std::printf("[cuda] progress: %lld cases checked (last i=%lld, tactic %d)\n",
+                  static_cast<long long>(checked), static_cast<long long>(i), tactic);
       std::fflush(stdout);
     }
   }
-  std::printf("[cuda] %lld random layers checked against the host reference (softmax %lld, sigmoid-grouped %lld, hash %lld); "
-              "%lld tactic/repeat pairs bit-identical; %lld cases from materialize()\n",
-              static_cast<long long>(checked), static_cast<long long>(per_mode[0]), static_cast<long long>(per_mode[1]),
-              static_cast<long long>(per_mode[2]), static_cast<long long>(tactic_pairs),
-              static_cast<long long>(n_materialized));
+  std::printf(
+      "[cuda] %lld random layers checked against the host reference (softmax %lld, sigmoid-grouped %lld, "
+      "hash %lld); "
+      "%lld tactic/repeat pairs bit-identical; %lld cases from materialize()\n",
+      static_cast<long long>(checked), static_cast<long long>(per_mode[0]),
+      static_cast<long long>(per_mode[1]), static_cast<long long>(per_mode[2]),
+      static_cast<long long>(tactic_pairs), static_cast<long long>(n_materialized));
   EXPECT_GT(checked, n / 2);
 }
-
 
 // T * k * H > 2^31 (T = 40000, k = 8, H = 7168): every stage of sampled tokens -- the first, the
 // last (rows whose element offsets exceed 2^31) and random ones -- against the host reference.
 TEST(CudaLayer, IndicesPast2Pow31AreCorrectOnSampledTokens) {
   SKIP_WITHOUT_GPU();
-  if (env_int("MOEFUZZ_GPU_LARGE", 0) == 0) GTEST_SKIP() << "opt-in: MOEFUZZ_GPU_LARGE=1 (about 6 GB of device memory)";
+  if (env_int("MOEFUZZ_GPU_LARGE", 0) == 0)
+    GTEST_SKIP() << "opt-in: MOEFUZZ_GPU_LARGE=1 (about 6 GB of device memory)";
   CaseRecipe r;
-  r.shape = {.tokens = env_int("MOEFUZZ_GPU_LARGE_TOKENS", 40000), .hidden = 7168, .inter = 64, .experts = 8, .top_k = 8};
+  r.shape = {.tokens = env_int("MOEFUZZ_GPU_LARGE_TOKENS", 40000),
+             .hidden = 7168,
+             .inter = 64,
+             .experts = 8,
+             .top_k = 8};
   r.routing.mode = RoutingMode::kSoftmax;
   r.routing.routed_scaling_factor = 2.5;
   CaseGen gen(7);
@@ -532,9 +558,11 @@ TEST(CudaLayer, IndicesPast2Pow31AreCorrectOnSampledTokens) {
   check_tokens(c, cfg, sample, res, f);
   EXPECT_TRUE(f.what.empty()) << f.what;
   EXPECT_GT(max_row * H, int64_t{1} << 31) << "no sampled row lies past 2^31 elements";
-  std::printf("[cuda] T=%lld k=8 H=7168: T*k*H = %lld (2^31 = %lld); %zu sampled tokens checked, largest row offset %lld\n",
-              static_cast<long long>(T), static_cast<long long>(T * 8 * H), 1LL << 31, sample.size(),
-              static_cast<long long>(max_row * H));
+  std::printf(
+      "[cuda] T=%lld k=8 H=7168: T*k*H = %lld (2^31 = %lld); %zu sampled tokens checked, largest row offset "
+      "%lld\n",
+      static_cast<long long>(T), static_cast<long long>(T * 8 * H), 1LL << 31, sample.size(),
+      static_cast<long long>(max_row * H));
 }
 
 }  // namespace

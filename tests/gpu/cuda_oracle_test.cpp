@@ -44,13 +44,14 @@ bool env_on(const char* name) {
   return v && std::string(v) == "1";
 }
 
-#define MOEFUZZ_REQUIRE_GPU()                                                              \
-  do {                                                                                     \
-    std::string why_;                                                                      \
+#define MOEFUZZ_REQUIRE_GPU()                                                                 \
+  do {                                                                                        \
+    std::string why_;                                                                         \
     if (!cuda::cuda_device_available(&why_)) GTEST_SKIP() << "no CUDA GPU present: " << why_; \
   } while (0)
 
-CampaignSummary campaign(const std::string& kernel_name, const std::string& invariants, int64_t cases, uint64_t seed) {
+CampaignSummary campaign(const std::string& kernel_name, const std::string& invariants, int64_t cases,
+                         uint64_t seed) {
   const auto kernel = make_kernel(kernel_name);
   CampaignOptions o;
   o.kernel_name = kernel_name;
@@ -71,7 +72,8 @@ std::set<std::string> killing_invariants(const CampaignSummary& s) {
 // Zero false positives: the correct kernel passes every invariant on random recipes.
 TEST(CudaOracle, RandomCampaignPasses) {
   MOEFUZZ_REQUIRE_GPU();
-  const CampaignSummary s = campaign("cuda", "all", env_int("MOEFUZZ_GPU_CASES", 200), env_int("MOEFUZZ_GPU_SEED", 1));
+  const CampaignSummary s =
+      campaign("cuda", "all", env_int("MOEFUZZ_GPU_CASES", 200), env_int("MOEFUZZ_GPU_SEED", 1));
   std::cout << format_summary_table(s);
   EXPECT_GT(s.cases, 0);
   for (const auto& f : s.findings) ADD_FAILURE() << f.signature << " x" << f.occurrences << "  " << f.repro;
@@ -87,7 +89,8 @@ TEST(CudaOracle, MutantsAreKilled) {
     if (killers == std::vector<std::string>{"OVF"}) continue;  // large tier: OvfTierKillsInt32Offsets
     const CampaignSummary s = campaign(e.name, "all", 100, 7);
     const auto killed_by = killing_invariants(s);
-    const bool killed = std::any_of(killers.begin(), killers.end(), [&](const std::string& c) { return killed_by.count(c) > 0; });
+    const bool killed = std::any_of(killers.begin(), killers.end(),
+                                    [&](const std::string& c) { return killed_by.count(c) > 0; });
     std::string seen;
     for (const auto& c : killed_by) seen += c + " ";
     std::cout << "[cuda-mutant] " << e.name << " killed by: " << (seen.empty() ? "nothing" : seen) << "\n";
@@ -98,7 +101,8 @@ TEST(CudaOracle, MutantsAreKilled) {
 // OVF values past 2^31 on the GPU: the correct kernel passes the probe, the int32 mutant fails it.
 TEST(CudaOracle, OvfTierKillsInt32Offsets) {
   MOEFUZZ_REQUIRE_GPU();
-  if (!env_on("MOEFUZZ_GPU_LARGE")) GTEST_SKIP() << "opt-in: MOEFUZZ_GPU_LARGE=1 (~6.5 GB expert-stride probe)";
+  if (!env_on("MOEFUZZ_GPU_LARGE"))
+    GTEST_SKIP() << "opt-in: MOEFUZZ_GPU_LARGE=1 (~6.5 GB expert-stride probe)";
   const CampaignSummary good = campaign("cuda", "OVF", 1, 3);
   std::cout << format_summary_table(good);
   EXPECT_TRUE(good.findings.empty()) << "cuda fails OVF";
@@ -117,7 +121,8 @@ TEST(CudaOracle, MShapeCostSplit) {
   r.profile = "sglang-cutlass-fp4";
   r.routing.mode = RoutingMode::kSoftmax;
   r.routing.routed_scaling_factor = 2.5;
-  r.shape = {.tokens = 128, .hidden = 2048, .inter = 1024, .experts = 64, .top_k = 8, .n_group = 1, .topk_group = 1};
+  r.shape = {
+      .tokens = 128, .hidden = 2048, .inter = 1024, .experts = 64, .top_k = 8, .n_group = 1, .topk_group = 1};
   const Case c = materialize(r);
   using clock = std::chrono::steady_clock;
   auto seconds = [](clock::time_point a) { return std::chrono::duration<double>(clock::now() - a).count(); };
@@ -135,8 +140,10 @@ TEST(CudaOracle, MShapeCostSplit) {
   const auto t0 = clock::now();
   const Verdict v = compare_layer(c, profile_by_name(r.profile), cuda_out);
   const double oracle_s = seconds(t0);
-  std::printf("[cuda-bench] M shape, s per layer: cuda %.4f | cpu 1 thread %.3f | cpu 16 threads %.3f | oracle %.3f (%s)\n",
-              cuda_s, cpu1_s, cpu16_s, oracle_s, v.failed() ? "FAIL" : "pass");
+  std::printf(
+      "[cuda-bench] M shape, s per layer: cuda %.4f | cpu 1 thread %.3f | cpu 16 threads %.3f | oracle %.3f "
+      "(%s)\n",
+      cuda_s, cpu1_s, cpu16_s, oracle_s, v.failed() ? "FAIL" : "pass");
   EXPECT_FALSE(v.failed()) << v.message;
 }
 

@@ -35,8 +35,8 @@ TEST(CudaProbes, RcpApproxIsExactOnPowersOfTwo) {
     exact += y[i] == want;
   }
   EXPECT_EQ(y.back(), 1.0f / 6.0f) << "rcp.approx(6) = RN(1/6) (SPEC.md §1.5)";
-  std::printf("cuda-probe: rcp.approx.ftz.f32 exact on %d of 254 powers of two 2^-126..2^127; rcp(6) = %a\n", exact,
-              static_cast<double>(y.back()));
+  std::printf("cuda-probe: rcp.approx.ftz.f32 exact on %d of 254 powers of two 2^-126..2^127; rcp(6) = %a\n",
+              exact, static_cast<double>(y.back()));
 }
 
 }  // namespace

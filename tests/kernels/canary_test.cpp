@@ -2,9 +2,9 @@
 // modified inputs are each reported.
 #include <gtest/gtest.h>
 
+#include "kernel_test_cases.h"
 #include "kernels/canary.h"
 #include "kernels/registry.h"
-#include "kernel_test_cases.h"
 
 namespace moefuzz {
 namespace {

@@ -3,9 +3,9 @@
 // two, so every scaling is exact and the ratios can be checked exactly (no tolerance needed).
 #include <gtest/gtest.h>
 
+#include "kernel_test_cases.h"
 #include "kernels/cpu/cpu_kernel.h"
 #include "kernels/registry.h"
-#include "kernel_test_cases.h"
 
 namespace moefuzz {
 namespace {
@@ -25,8 +25,9 @@ TEST(Composition, TwentyFourCellsHalfOfThemMutants) {
 }
 
 TEST(Composition, CellsScaleTheRoutedOutputExactlyOnceTwiceOrNever) {
-  const std::pair<const char*, RoutingMode> topks[] = {
-      {"softmax", RoutingMode::kSoftmax}, {"grouped", RoutingMode::kSigmoidGrouped}, {"hash", RoutingMode::kHash}};
+  const std::pair<const char*, RoutingMode> topks[] = {{"softmax", RoutingMode::kSoftmax},
+                                                       {"grouped", RoutingMode::kSigmoidGrouped},
+                                                       {"hash", RoutingMode::kHash}};
   for (const auto& [tk, mode] : topks) {
     for (const char* shared : {"separate", "fused"}) {
       CaseRecipe r = testing::small_recipe(7, mode);
@@ -43,14 +44,16 @@ TEST(Composition, CellsScaleTheRoutedOutputExactlyOnceTwiceOrNever) {
       const auto fused_ok = cell("plain", "fuse"), twice = cell("scaling", "fuse");
       const auto runner_ok = cell("scaling", "nofuse"), never = cell("plain", "nofuse");
       // Consistent cells = the CPU kernel claiming the same profile.
-      EXPECT_TRUE(testing::same_bits(fused_ok, testing::run_kernel(*make_kernel("cpu"), c).output)) << tk << shared;
+      EXPECT_TRUE(testing::same_bits(fused_ok, testing::run_kernel(*make_kernel("cpu"), c).output))
+          << tk << shared;
       cpu::CpuKernel::Spec triton;
       triton.name = "cpu-triton";
       triton.profile = "sglang-triton";
-      EXPECT_TRUE(testing::same_bits(runner_ok, testing::run_kernel(cpu::CpuKernel(triton), c).output)) << tk << shared;
+      EXPECT_TRUE(testing::same_bits(runner_ok, testing::run_kernel(cpu::CpuKernel(triton), c).output))
+          << tk << shared;
       int nonzero = 0;
       for (size_t i = 0; i < fused_ok.size(); ++i) {
-        EXPECT_EQ(twice[i], 2.0f * fused_ok[i]) << tk << " " << shared << " " << i;  // s^2 instead of s
+        EXPECT_EQ(twice[i], 2.0f * fused_ok[i]) << tk << " " << shared << " " << i;   // s^2 instead of s
         EXPECT_EQ(never[i], 0.5f * runner_ok[i]) << tk << " " << shared << " " << i;  // 1 instead of s
         nonzero += fused_ok[i] != 0;
       }

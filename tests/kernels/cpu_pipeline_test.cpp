@@ -8,9 +8,9 @@
 #include "core/bf16.h"
 #include "core/e4m3.h"
 #include "core/errors.h"
+#include "kernel_test_cases.h"
 #include "kernels/cpu/cpu_kernel.h"
 #include "kernels/registry.h"
-#include "kernel_test_cases.h"
 
 namespace moefuzz {
 namespace {
@@ -44,7 +44,8 @@ TEST(CpuPipeline, RoutingStructureHoldsOnManyRandomCases) {
           sum += w;
         }
         if (mode != RoutingMode::kHash) EXPECT_EQ(static_cast<int64_t>(ids.size()), K) << "ids not distinct";
-        if (mode == RoutingMode::kSigmoidGrouped) EXPECT_LE(static_cast<int64_t>(groups.size()), r.shape.topk_group);
+        if (mode == RoutingMode::kSigmoidGrouped)
+          EXPECT_LE(static_cast<int64_t>(groups.size()), r.shape.topk_group);
         if (r.routing.renormalize) {
           // Target: 1, times rsf because the profile applies it in top-k. Each weight is fl(s/fl(sum))
           // (then fl(x rsf)): the fp32 sum has relative error <= (K-1)u, the divide and the multiply u
@@ -52,7 +53,8 @@ TEST(CpuPipeline, RoutingStructureHoldsOnManyRandomCases) {
           // order terms. The test sums in double (exact for K <= 8 fp32 values of similar scale, and
           // its own error is far below u).
           const double target = p.rsf_in_topk ? static_cast<float>(r.routing.routed_scaling_factor) : 1.0;
-          EXPECT_LE(std::fabs(sum - target), target * (K + 1) * kU * 1.01) << "seed " << seed << " token " << t;
+          EXPECT_LE(std::fabs(sum - target), target * (K + 1) * kU * 1.01)
+              << "seed " << seed << " token " << t;
         } else if (mode == RoutingMode::kSoftmax) {
           EXPECT_LE(sum, (p.rsf_in_topk ? 2.5 : 1.0) * (1 + 4 * kU));
         }
@@ -114,7 +116,8 @@ TEST(CpuPipeline, HandComputedLayerIsExact) {
 TEST(CpuPipeline, ThreadCountDoesNotChangeAnyBit) {
   auto k = make_kernel("cpu");
   for (uint64_t seed = 1; seed <= 6; ++seed) {
-    CaseRecipe r = testing::small_recipe(seed, seed % 2 ? RoutingMode::kSigmoidGrouped : RoutingMode::kSoftmax);
+    CaseRecipe r =
+        testing::small_recipe(seed, seed % 2 ? RoutingMode::kSigmoidGrouped : RoutingMode::kSoftmax);
     r.shape.shared_experts = 1;
     const Case c = materialize(r);
     const LayerResult a = testing::run_kernel(*k, c, {.threads = 1});

@@ -7,9 +7,9 @@
 #include "core/bf16.h"
 #include "core/e2m1.h"
 #include "core/e4m3.h"
+#include "kernel_test_cases.h"
 #include "kernels/cpu/cpu_kernel.h"
 #include "kernels/registry.h"
-#include "kernel_test_cases.h"
 
 namespace moefuzz {
 namespace {
@@ -92,7 +92,8 @@ TEST(CpuTactics, Gemm1AgreesWithinTheReassociationBound) {
     const cpu::CpuConfig c0 = k.config_for(c, {.tactic = 0}), c1 = k.config_for(c, {.tactic = 1});
     const GemmCheck bf = check_gemm1(c, c0, c1);
     EXPECT_LE(bf.worst_ratio, 1.0) << "seed " << seed;
-    cpu::CpuConfig f0 = cpu::make_cpu_config(r, fp32_out, {.tactic = 0}), f1 = cpu::make_cpu_config(r, fp32_out, {.tactic = 1});
+    cpu::CpuConfig f0 = cpu::make_cpu_config(r, fp32_out, {.tactic = 0}),
+                   f1 = cpu::make_cpu_config(r, fp32_out, {.tactic = 1});
     const GemmCheck raw = check_gemm1(c, f0, f1);
     EXPECT_LE(raw.worst_ratio, 1.0) << "seed " << seed;
     EXPECT_GT(raw.compared, 0);

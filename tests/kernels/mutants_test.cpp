@@ -5,9 +5,9 @@
 #include <cmath>
 
 #include "core/bf16.h"
+#include "kernel_test_cases.h"
 #include "kernels/cpu/index_math.h"
 #include "kernels/registry.h"
-#include "kernel_test_cases.h"
 
 namespace moefuzz {
 namespace {
@@ -18,7 +18,8 @@ bool deviates(const std::string& mutant, const Case& c, RunOptions opts = {}) {
   return !testing::same_bits(good.output, bad.output) || good.routing.ids != bad.routing.ids ||
          !testing::same_bits(good.routing.weights, bad.routing.weights) ||
          (good.fc1_input && bad.fc1_input &&
-          (good.fc1_input->packed != bad.fc1_input->packed || good.fc1_input->scales != bad.fc1_input->scales));
+          (good.fc1_input->packed != bad.fc1_input->packed ||
+           good.fc1_input->scales != bad.fc1_input->scales));
 }
 
 Case base_case(RoutingMode mode = RoutingMode::kSoftmax, uint64_t seed = 5) {
@@ -102,7 +103,8 @@ TEST(Mutants, DuplicateIdDroppedOnlyWithDuplicates) {
   for (int64_t row = 0; row * k < static_cast<int64_t>(c.hash_table.size()); ++row)
     for (int64_t s = 0; s < k; ++s) c.hash_table[row * k + s] = static_cast<int32_t>(s);
   EXPECT_FALSE(deviates("mutant/z8-duplicate-id-dropped", c));
-  for (int64_t row = 0; row * k < static_cast<int64_t>(c.hash_table.size()); ++row) c.hash_table[row * k + 1] = c.hash_table[row * k];
+  for (int64_t row = 0; row * k < static_cast<int64_t>(c.hash_table.size()); ++row)
+    c.hash_table[row * k + 1] = c.hash_table[row * k];
   EXPECT_TRUE(deviates("mutant/z8-duplicate-id-dropped", c));
 }
 

@@ -52,7 +52,8 @@ class Mirror {
         for (float v : t) s += v;
         return s;
       }
-      case 1: return pairwise(t.data(), t.size());
+      case 1:
+        return pairwise(t.data(), t.size());
       case 2: {
         float s = 0;
         for (size_t i = t.size(); i-- > 0;) s += t[i];
@@ -84,7 +85,8 @@ class Mirror {
   }
 
   // NVFP4 quantization of one row, fast-math (both rcp steps +-1 ulp at random) or exact association.
-  void quantize(const std::vector<float>& x, float s_q, std::vector<uint8_t>& codes, std::vector<uint8_t>& scales) {
+  void quantize(const std::vector<float>& x, float s_q, std::vector<uint8_t>& codes,
+                std::vector<uint8_t>& scales) {
     const bool fast = next() % 2;
     codes.assign(x.size(), 0);
     scales.assign(x.size() / 16, 0);
@@ -109,20 +111,25 @@ class Mirror {
   }
 
   // One GEMM row: operands a (codes/scales, dequant S_da) against weight row w of m.
-  float gemm(const std::vector<uint8_t>& codes, const std::vector<uint8_t>& scales, float s_q, const Nvfp4Matrix& m, int64_t row) {
+  float gemm(const std::vector<uint8_t>& codes, const std::vector<uint8_t>& scales, float s_q,
+             const Nvfp4Matrix& m, int64_t row) {
     const int64_t k = m.cols;
     std::vector<float> terms(static_cast<size_t>(k));
     const float sda = 1.0f / s_q;
     if (next() % 2) {  // dequantize first
       for (int64_t i = 0; i < k; ++i) {
-        const float a = (e2m1_to_float(codes[static_cast<size_t>(i)]) * e4m3_to_float(scales[static_cast<size_t>(i / 16)])) * sda;
-        const float w = (e2m1_to_float(m.code(row, i)) * e4m3_to_float(m.scale(row, i / 16))) * m.global_dequant;
+        const float a = (e2m1_to_float(codes[static_cast<size_t>(i)]) *
+                         e4m3_to_float(scales[static_cast<size_t>(i / 16)])) *
+                        sda;
+        const float w =
+            (e2m1_to_float(m.code(row, i)) * e4m3_to_float(m.scale(row, i / 16))) * m.global_dequant;
         terms[static_cast<size_t>(i)] = a * w;
       }
       return sum(terms);
     }
     for (int64_t i = 0; i < k; ++i)
-      terms[static_cast<size_t>(i)] = (e2m1_to_float(codes[static_cast<size_t>(i)]) * e4m3_to_float(scales[static_cast<size_t>(i / 16)])) *
+      terms[static_cast<size_t>(i)] = (e2m1_to_float(codes[static_cast<size_t>(i)]) *
+                                       e4m3_to_float(scales[static_cast<size_t>(i / 16)])) *
                                       (e2m1_to_float(m.code(row, i)) * e4m3_to_float(m.scale(row, i / 16)));
     const float alpha = sda * m.global_dequant;
     return alpha * sum(terms);
@@ -130,15 +137,17 @@ class Mirror {
 
   float act(float g, float u, const Swiglu& s) {
     const float gl = std::min(g, static_cast<float>(s.limit));
-    const float v = std::clamp(u, static_cast<float>(-s.limit), static_cast<float>(s.limit)) + static_cast<float>(s.beta);
+    const float v =
+        std::clamp(u, static_cast<float>(-s.limit), static_cast<float>(s.limit)) + static_cast<float>(s.beta);
     float e = std::exp(-static_cast<float>(s.alpha) * gl);
     e = ulp_step(e, static_cast<int>(next() % 5) - 2);  // __expf-like error
     return gl / (1.0f + e) * v;
   }
 
   // Expert MLP for token row x with expert e; fills the exposed codes and intermediates.
-  std::vector<float> expert(const Case& c, const std::vector<float>& x, int32_t e, std::vector<uint8_t>& c1, std::vector<uint8_t>& s1,
-                            std::vector<uint8_t>& c2, std::vector<uint8_t>& s2, std::vector<float>& g1, std::vector<float>& a1) {
+  std::vector<float> expert(const Case& c, const std::vector<float>& x, int32_t e, std::vector<uint8_t>& c1,
+                            std::vector<uint8_t>& s1, std::vector<uint8_t>& c2, std::vector<uint8_t>& s2,
+                            std::vector<float>& g1, std::vector<float>& a1) {
     const ExpertWeights& w = c.experts[static_cast<size_t>(e)];
     const int64_t I = w.gate.rows, H = w.down.rows;
     const float sq1 = c.a1_scale_for(e), sq2 = c.a2_scale_for(e);
@@ -151,11 +160,14 @@ class Mirror {
     g1 = gate;
     g1.insert(g1.end(), up.begin(), up.end());
     for (int64_t o = 0; o < I; ++o)
-      h[static_cast<size_t>(o)] = rb(act(gate[static_cast<size_t>(o)], up[static_cast<size_t>(o)], c.recipe.swiglu), p_.bf16_after_activation);
+      h[static_cast<size_t>(o)] =
+          rb(act(gate[static_cast<size_t>(o)], up[static_cast<size_t>(o)], c.recipe.swiglu),
+             p_.bf16_after_activation);
     a1 = h;
     quantize(h, sq2, c2, s2);
     std::vector<float> y(static_cast<size_t>(H));
-    for (int64_t o = 0; o < H; ++o) y[static_cast<size_t>(o)] = rb(gemm(c2, s2, sq2, w.down, o), p_.bf16_after_gemm2);
+    for (int64_t o = 0; o < H; ++o)
+      y[static_cast<size_t>(o)] = rb(gemm(c2, s2, sq2, w.down, o), p_.bf16_after_gemm2);
     return y;
   }
 
@@ -188,8 +200,9 @@ CaseRecipe random_recipe(Stream& s, uint64_t i) {
 struct Stats {
   int64_t cases = 0, elements = 0, skipped = 0;
   double max_ratio = 0;
-  int64_t hist[6] = {0, 0, 0, 0, 0, 0};  // error/bound: 0, (0,1e-3], (1e-3,1e-2], (1e-2,0.1], (0.1,0.5], (0.5,1]
-  std::vector<double> tightness;         // conditioned: bound / |expected| per element
+  int64_t hist[6] = {0, 0, 0,
+                     0, 0, 0};    // error/bound: 0, (0,1e-3], (1e-3,1e-2], (1e-2,0.1], (0.1,0.5], (0.5,1]
+  std::vector<double> tightness;  // conditioned: bound / |expected| per element
 };
 
 TEST(BoundsSoundness, MirrorKernelsNeverExceedTheBound) {
@@ -211,8 +224,7 @@ TEST(BoundsSoundness, MirrorKernelsNeverExceedTheBound) {
   for (const Profile& p : all_profiles()) profiles.push_back(&p);
   ASSERT_FALSE(profiles.empty());
   for (uint64_t i = 0;; ++i) {
-    if (fixed > 0 ? st.cases >= fixed
-                  : std::chrono::steady_clock::now() - t0 > std::chrono::seconds(5))
+    if (fixed > 0 ? st.cases >= fixed : std::chrono::steady_clock::now() - t0 > std::chrono::seconds(5))
       break;
     if (i % shards != shard) continue;
     CaseRecipe r = random_recipe(s, i);
@@ -240,12 +252,14 @@ TEST(BoundsSoundness, MirrorKernelsNeverExceedTheBound) {
     const float rsf = static_cast<float>(r.routing.routed_scaling_factor);
     for (int64_t t = 0; t < T; ++t) {
       std::vector<float> x(static_cast<size_t>(H));
-      for (int64_t i2 = 0; i2 < H; ++i2) x[static_cast<size_t>(i2)] = bf16_to_float(c.hidden[static_cast<size_t>(t * H + i2)]);
+      for (int64_t i2 = 0; i2 < H; ++i2)
+        x[static_cast<size_t>(i2)] = bf16_to_float(c.hidden[static_cast<size_t>(t * H + i2)]);
       std::vector<std::vector<float>> ys;
       for (int64_t sl = 0; sl < k; ++sl) {
         std::vector<uint8_t> c1, s1, c2, s2;
         std::vector<float> g1, a1;
-        ys.push_back(m.expert(c, x, res.routing.ids[static_cast<size_t>(t * k + sl)], c1, s1, c2, s2, g1, a1));
+        ys.push_back(
+            m.expert(c, x, res.routing.ids[static_cast<size_t>(t * k + sl)], c1, s1, c2, s2, g1, a1));
         const auto p1 = pack_fp4(c1), p2 = pack_fp4(c2);
         q1.packed.insert(q1.packed.end(), p1.begin(), p1.end());
         q1.scales.insert(q1.scales.end(), s1.begin(), s1.end());
@@ -262,7 +276,8 @@ TEST(BoundsSoundness, MirrorKernelsNeverExceedTheBound) {
           const float y = ys[static_cast<size_t>(sl)][static_cast<size_t>(o)];
           if (p.combine == CombineAccum::kBf16Products) w = round_to_bf16(w);
           float prod = w * y;
-          if (p.combine == CombineAccum::kBf16Atomics || p.combine == CombineAccum::kBf16Products) prod = round_to_bf16(prod);
+          if (p.combine == CombineAccum::kBf16Atomics || p.combine == CombineAccum::kBf16Products)
+            prod = round_to_bf16(prod);
           terms.push_back(prod);
         }
         float acc;
@@ -279,8 +294,11 @@ TEST(BoundsSoundness, MirrorKernelsNeverExceedTheBound) {
       for (int64_t j = 0; j < r.shape.shared_experts; ++j) {
         std::vector<uint8_t> c1, s1, c2, s2;
         std::vector<float> g1, a1;
-        const std::vector<float> y = m.expert(c, x, static_cast<int32_t>(r.shape.experts + j), c1, s1, c2, s2, g1, a1);
-        for (int64_t o = 0; o < H; ++o) out[static_cast<size_t>(t * H + o)] = m.rb(out[static_cast<size_t>(t * H + o)] + y[static_cast<size_t>(o)], p.bf16_output);
+        const std::vector<float> y =
+            m.expert(c, x, static_cast<int32_t>(r.shape.experts + j), c1, s1, c2, s2, g1, a1);
+        for (int64_t o = 0; o < H; ++o)
+          out[static_cast<size_t>(t * H + o)] =
+              m.rb(out[static_cast<size_t>(t * H + o)] + y[static_cast<size_t>(o)], p.bf16_output);
       }
     }
     res.output = out;
@@ -290,14 +308,16 @@ TEST(BoundsSoundness, MirrorKernelsNeverExceedTheBound) {
       res.fc2_input = q2;
     }
     const LayerReference ref = reference_layer(c, p, res.routing, &res);
-    ASSERT_TRUE(ref.admissibility.passed()) << "case " << i << " profile " << p.name << ": " << ref.admissibility.message;
+    ASSERT_TRUE(ref.admissibility.passed())
+        << "case " << i << " profile " << p.name << ": " << ref.admissibility.message;
     const std::pair<const char*, const std::vector<float>*> stages[] = {
         {"gemm1", &g1all}, {"activation", &a1all}, {"gemm2", &g2all}, {"output", &res.output}};
     for (const auto& [name, got] : stages) {
       const StageExpectation& e = *ref.stage(name);
       const Verdict v = compare_stage(e, *got, &res.routing);
-      ASSERT_TRUE(v.passed()) << "case " << i << " profile " << p.name << (conditioned ? " conditioned" : " unconditioned")
-                              << " stage " << name << ": " << v.message << " got " << v.worst.got << " expected "
+      ASSERT_TRUE(v.passed()) << "case " << i << " profile " << p.name
+                              << (conditioned ? " conditioned" : " unconditioned") << " stage " << name
+                              << ": " << v.message << " got " << v.worst.got << " expected "
                               << v.worst.expected << " bound " << v.worst.bound;
       if (std::string(name) != "output") continue;
       st.max_ratio = std::max(st.max_ratio, v.max_ratio);
@@ -305,7 +325,12 @@ TEST(BoundsSoundness, MirrorKernelsNeverExceedTheBound) {
         if (std::isinf(e.bound[j])) continue;
         const double ratio = e.bound[j] > 0 ? std::fabs((*got)[j] - e.expected[j]) / e.bound[j] : 0;
         ++st.elements;
-        st.hist[ratio == 0 ? 0 : ratio <= 1e-3 ? 1 : ratio <= 1e-2 ? 2 : ratio <= 0.1 ? 3 : ratio <= 0.5 ? 4 : 5]++;
+        st.hist[ratio == 0      ? 0
+                : ratio <= 1e-3 ? 1
+                : ratio <= 1e-2 ? 2
+                : ratio <= 0.1  ? 3
+                : ratio <= 0.5  ? 4
+                                : 5]++;
         if (conditioned && std::fabs(e.expected[j]) > 1e-30) {
           st.tightness.push_back(e.bound[j] / std::fabs(e.expected[j]));
         }
@@ -314,20 +339,30 @@ TEST(BoundsSoundness, MirrorKernelsNeverExceedTheBound) {
     ++st.cases;
   }
   std::printf("soundness: %lld cases (%lld recipes skipped), %lld output elements, max error/bound %.4f\n",
-              static_cast<long long>(st.cases), static_cast<long long>(st.skipped), static_cast<long long>(st.elements), st.max_ratio);
-  std::printf("error/bound histogram: 0:%lld (0,1e-3]:%lld (1e-3,1e-2]:%lld (1e-2,0.1]:%lld (0.1,0.5]:%lld (0.5,1]:%lld\n",
-              static_cast<long long>(st.hist[0]), static_cast<long long>(st.hist[1]), static_cast<long long>(st.hist[2]),
-              static_cast<long long>(st.hist[3]), static_cast<long long>(st.hist[4]), static_cast<long long>(st.hist[5]));
+              static_cast<long long>(st.cases), static_cast<long long>(st.skipped),
+              static_cast<long long>(st.elements), st.max_ratio);
+  std::printf(
+      "error/bound histogram: 0:%lld (0,1e-3]:%lld (1e-3,1e-2]:%lld (1e-2,0.1]:%lld (0.1,0.5]:%lld "
+      "(0.5,1]:%lld\n",
+      static_cast<long long>(st.hist[0]), static_cast<long long>(st.hist[1]),
+      static_cast<long long>(st.hist[2]), static_cast<long long>(st.hist[3]),
+      static_cast<long long>(st.hist[4]), static_cast<long long>(st.hist[5]));
   if (!st.tightness.empty()) {
     std::sort(st.tightness.begin(), st.tightness.end());
-    const auto q = [&](double f) { return st.tightness[static_cast<size_t>(f * static_cast<double>(st.tightness.size() - 1))]; };
-    const double vacuous = static_cast<double>(st.tightness.end() - std::lower_bound(st.tightness.begin(), st.tightness.end(), 1.0)) /
-                           static_cast<double>(st.tightness.size());
-    std::printf("conditioned bound/|expected|: median %.3g p90 %.3g p99 %.3g; fraction >= 1 (would admit 0): %.4f\n", q(0.5), q(0.9),
-                q(0.99), vacuous);
+    const auto q = [&](double f) {
+      return st.tightness[static_cast<size_t>(f * static_cast<double>(st.tightness.size() - 1))];
+    };
+    const double vacuous =
+        static_cast<double>(st.tightness.end() -
+                            std::lower_bound(st.tightness.begin(), st.tightness.end(), 1.0)) /
+        static_cast<double>(st.tightness.size());
+    std::printf(
+        "conditioned bound/|expected|: median %.3g p90 %.3g p99 %.3g; fraction >= 1 (would admit 0): %.4f\n",
+        q(0.5), q(0.9), q(0.99), vacuous);
     // Additive across shards: counts per decade, 0 | <1e-8 | [1e-8,1e-7) ... [10,100) | >= 100.
     int64_t dec[13] = {};
-    for (double t : st.tightness) dec[t == 0 ? 0 : t < 1e-8 ? 1 : t >= 1e2 ? 12 : 2 + static_cast<int>(std::floor(std::log10(t) + 8))]++;
+    for (double t : st.tightness)
+      dec[t == 0 ? 0 : t < 1e-8 ? 1 : t >= 1e2 ? 12 : 2 + static_cast<int>(std::floor(std::log10(t) + 8))]++;
     std::printf("tightness decades:");
     for (int64_t d : dec) std::printf(" %lld", static_cast<long long>(d));
     std::printf("\n");

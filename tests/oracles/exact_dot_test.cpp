@@ -19,9 +19,13 @@ Nvfp4Matrix random_matrix(int64_t rows, int64_t cols, uint64_t seed, bool extrem
   Nvfp4Matrix m(rows, cols);
   Stream s(seed, "exact_dot");
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t i = 0; i < cols; ++i) m.set_code(r, i, static_cast<uint8_t>(s.uniform_int(static_cast<uint64_t>(r * cols + i), 0, 15)));
+    for (int64_t i = 0; i < cols; ++i)
+      m.set_code(r, i, static_cast<uint8_t>(s.uniform_int(static_cast<uint64_t>(r * cols + i), 0, 15)));
     for (int64_t b = 0; b < cols / 16; ++b)
-      m.scale(r, b) = extreme_scales ? 0x7E : static_cast<uint8_t>(s.uniform_int(static_cast<uint64_t>(1'000'000 + r * cols + b), 0, 0x7E));
+      m.scale(r, b) =
+          extreme_scales
+              ? 0x7E
+              : static_cast<uint8_t>(s.uniform_int(static_cast<uint64_t>(1'000'000 + r * cols + b), 0, 0x7E));
   }
   return m;
 }
@@ -40,10 +44,10 @@ __int128 reference_sum(const Nvfp4Matrix& a, int64_t ra, const Nvfp4Matrix& w, i
 
 TEST(ExactDot, HandComputedSmallCase) {
   Nvfp4Matrix a(1, 16), w(1, 16);
-  a.set_code(0, 0, 0x7);        // 6
-  a.set_code(0, 3, 0x9);        // -0.5
-  w.set_code(0, 0, 0x3);        // 1.5
-  w.set_code(0, 3, 0x5);        // 3
+  a.set_code(0, 0, 0x7);  // 6
+  a.set_code(0, 3, 0x9);  // -0.5
+  w.set_code(0, 0, 0x3);  // 1.5
+  w.set_code(0, 3, 0x5);  // 3
   a.scale(0, 0) = e4m3_from_float(448.0f);
   w.scale(0, 0) = e4m3_from_float(0.125f);
   const DecodedNvfp4 da = DecodedNvfp4::from_matrix(a), dw = DecodedNvfp4::from_matrix(w);
@@ -125,10 +129,12 @@ TEST(ExactDot, WeightedAbsSumIsATightUpperBound) {
     const DecodedNvfp4 d = DecodedNvfp4::from_matrix(m);
     Stream s(seed, "r");
     std::vector<double> r(static_cast<size_t>(cols));
-    for (int64_t i = 0; i < cols; ++i) r[static_cast<size_t>(i)] = i % 3 == 0 ? 0.0 : std::fabs(s.normal(static_cast<uint64_t>(i))) * 1e-3;
+    for (int64_t i = 0; i < cols; ++i)
+      r[static_cast<size_t>(i)] = i % 3 == 0 ? 0.0 : std::fabs(s.normal(static_cast<uint64_t>(i))) * 1e-3;
     for (int64_t row = 0; row < 2; ++row) {
       long double exact = 0;
-      for (int64_t i = 0; i < cols; ++i) exact += static_cast<long double>(r[static_cast<size_t>(i)]) * std::fabs(d.operand(row, i));
+      for (int64_t i = 0; i < cols; ++i)
+        exact += static_cast<long double>(r[static_cast<size_t>(i)]) * std::fabs(d.operand(row, i));
       const double got = weighted_abs_sum(r, d, row);
       EXPECT_GE(static_cast<long double>(got), exact * (1 - 1e-18L));  // long double sum: 2^-64 per term
       EXPECT_LE(static_cast<long double>(got), exact * (1 + 1e-12L) + 1e-300L);
@@ -193,7 +199,8 @@ TEST(ExactDot, W4A16BlockedLoopAgreesWithScalarLoop) {
       if (fast.exact) {
         EXPECT_EQ(fast.value, slow.value);
         long double ref = 0;  // 64-bit significand: exact for these certified sums
-        for (int64_t i = 0; i < cols; ++i) ref += static_cast<long double>(x[static_cast<size_t>(i)]) * dw.operand(r, i);
+        for (int64_t i = 0; i < cols; ++i)
+          ref += static_cast<long double>(x[static_cast<size_t>(i)]) * dw.operand(r, i);
         if (std::isfinite(fast.value)) {
           EXPECT_EQ(static_cast<long double>(fast.value), ref);
         }
@@ -223,8 +230,10 @@ Nvfp4Matrix any_scale_matrix(int64_t rows, int64_t cols, uint64_t seed) {
 TEST(ExactDot, PackedRowsAgreeWithDecodedDotAndIndependentSum) {
   for (int64_t k : {16, 32, 48, 64, 80, 128, 144, 208, 1024, 2064}) {
     for (int variant = 0; variant < 3; ++variant) {
-      const Nvfp4Matrix a = variant == 2 ? random_matrix(5, k, 31 + k, true) : any_scale_matrix(5, k, 31 + k + variant);
-      const Nvfp4Matrix w = variant == 2 ? random_matrix(4, k, 77 + k, true) : any_scale_matrix(4, k, 77 + k + variant);
+      const Nvfp4Matrix a =
+          variant == 2 ? random_matrix(5, k, 31 + k, true) : any_scale_matrix(5, k, 31 + k + variant);
+      const Nvfp4Matrix w =
+          variant == 2 ? random_matrix(4, k, 77 + k, true) : any_scale_matrix(4, k, 77 + k + variant);
       const DecodedNvfp4 da = DecodedNvfp4::from_matrix(a), dw = DecodedNvfp4::from_matrix(w);
       for (int64_t rw = 0; rw < 4; ++rw) {
         const PackedNvfp4Row pw = packed_row(w, rw);
@@ -239,7 +248,8 @@ TEST(ExactDot, PackedRowsAgreeWithDecodedDotAndIndependentSum) {
             exact_dot_rows(da, ra, na, pw, fast);
             exact_dot_rows_scalar(da, ra, na, pw, slow);
             for (int r = 0; r < na; ++r) {
-              SCOPED_TRACE(testing::Message() << "K=" << k << " variant " << variant << " na " << na << " ra " << ra + r << " rw " << rw);
+              SCOPED_TRACE(testing::Message() << "K=" << k << " variant " << variant << " na " << na << " ra "
+                                              << ra + r << " rw " << rw);
               const ExactDot ref = exact_dot(da, ra + r, dw, rw);
               ASSERT_EQ(fast[r].nan, ref.nan);
               ASSERT_EQ(slow[r].nan, ref.nan);
@@ -285,7 +295,9 @@ TEST(ExactDot, WeightedAbsSumRowsIsATightUpperBound) {
     std::vector<std::vector<double>> r(4, std::vector<double>(static_cast<size_t>(cols)));
     for (size_t k = 0; k < 4; ++k)
       for (int64_t i = 0; i < cols; ++i)
-        r[k][static_cast<size_t>(i)] = (i + static_cast<int64_t>(k)) % 3 == 0 ? 0.0 : std::fabs(s.normal(static_cast<uint64_t>(i * 4) + k)) * 1e-3;
+        r[k][static_cast<size_t>(i)] = (i + static_cast<int64_t>(k)) % 3 == 0
+                                           ? 0.0
+                                           : std::fabs(s.normal(static_cast<uint64_t>(i * 4) + k)) * 1e-3;
     const double* rp[4] = {r[0].data(), r[1].data(), r[2].data(), r[3].data()};
     for (int64_t row = 0; row < 2; ++row)
       for (int na = 1; na <= 4; ++na) {
@@ -298,7 +310,9 @@ TEST(ExactDot, WeightedAbsSumRowsIsATightUpperBound) {
             continue;
           }
           long double exact = 0;
-          for (int64_t i = 0; i < cols; ++i) exact += static_cast<long double>(r[static_cast<size_t>(k)][static_cast<size_t>(i)]) * std::fabs(d.operand(row, i));
+          for (int64_t i = 0; i < cols; ++i)
+            exact += static_cast<long double>(r[static_cast<size_t>(k)][static_cast<size_t>(i)]) *
+                     std::fabs(d.operand(row, i));
           EXPECT_GE(static_cast<long double>(got[k]), exact * (1 - 1e-18L));
           EXPECT_LE(static_cast<long double>(got[k]), exact * (1 + 1e-12L) + 1e-300L);
           EXPECT_LE(std::fabs(got[k] - one), 1e-12 * one + 1e-300);

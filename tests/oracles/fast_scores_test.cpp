@@ -27,12 +27,17 @@ int cases() {
 // Logit distributions: ordinary, wide, the range edges the fast path decides or refuses, tiny.
 float draw(std::mt19937_64& rng, int kind) {
   switch (kind) {
-    case 0: return std::normal_distribution<float>(0.0f, 3.0f)(rng);
-    case 1: return std::uniform_real_distribution<float>(-700.0f, 700.0f)(rng);
-    case 2: return std::uniform_real_distribution<float>(-760.0f, -640.0f)(rng);
-    case 3: return std::uniform_real_distribution<float>(30.0f, 45.0f)(rng);
-    default: return std::ldexp(std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng),
-                               std::uniform_int_distribution<int>(-140, 0)(rng));
+    case 0:
+      return std::normal_distribution<float>(0.0f, 3.0f)(rng);
+    case 1:
+      return std::uniform_real_distribution<float>(-700.0f, 700.0f)(rng);
+    case 2:
+      return std::uniform_real_distribution<float>(-760.0f, -640.0f)(rng);
+    case 3:
+      return std::uniform_real_distribution<float>(30.0f, 45.0f)(rng);
+    default:
+      return std::ldexp(std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng),
+                        std::uniform_int_distribution<int>(-140, 0)(rng));
   }
 }
 
@@ -59,8 +64,9 @@ TEST(FastScores, SigmoidMatchesTheFiftyDigitRoundingWheneverItAnswers) {
       eligible += !(x > -746.0f && x < -660.0f);
     }
     EXPECT_LE(worst, 0x1p-85) << "distribution " << kind;
-    std::printf("fast-scores: sigmoid distribution %d: %d of %d answered (%d eligible), worst dd error 2^%.1f\n", kind,
-                answered, n, eligible, worst > 0 ? std::log2(worst) : -999.0);
+    std::printf(
+        "fast-scores: sigmoid distribution %d: %d of %d answered (%d eligible), worst dd error 2^%.1f\n",
+        kind, answered, n, eligible, worst > 0 ? std::log2(worst) : -999.0);
     // Ziv refuses ~2^-27 of ordinary scores. Tiny |x| put 1/2 + x/4 on the float grid, which lands
     // exactly on a double midpoint now and then (x = 2^-52: the exact value is 2^-161 from it): those
     // are genuinely hard to round and go to Boost.
@@ -92,8 +98,8 @@ TEST(FastScores, SqrtSoftplusMatchesTheFiftyDigitRounding) {
     }
     EXPECT_LE(worst, 0x1p-84) << "distribution " << kind;
     EXPECT_GE(answered, eligible - eligible / 10000 - 1) << "distribution " << kind;
-    std::printf("fast-scores: sqrt-softplus distribution %d: %d of %d answered, worst dd error 2^%.1f\n", kind, answered,
-                n, worst > 0 ? std::log2(worst) : -999.0);
+    std::printf("fast-scores: sqrt-softplus distribution %d: %d of %d answered, worst dd error 2^%.1f\n",
+                kind, answered, n, worst > 0 ? std::log2(worst) : -999.0);
   }
 }
 
@@ -108,7 +114,8 @@ TEST(FastScores, ExpOfADoubleDoubleArgumentStaysWithinTheBound) {
     worst = std::max(worst, relative_error(exp_dd(hi, lo), exact));
   }
   EXPECT_LE(worst, 0x1p-85);
-  std::printf("fast-scores: exp_dd over [-660, 700]: worst error 2^%.1f\n", worst > 0 ? std::log2(worst) : -999.0);
+  std::printf("fast-scores: exp_dd over [-660, 700]: worst error 2^%.1f\n",
+              worst > 0 ? std::log2(worst) : -999.0);
 }
 
 TEST(FastScores, BiasedSigmoidMatchesIncludingCancellation) {
@@ -148,7 +155,8 @@ TEST(FastScores, SoftmaxRowsMatchElementByElement) {
     if (!fast_softmax(row, got)) continue;
     ++answered;
     const std::vector<HighPrecision> want = hp_softmax(row);
-    for (size_t i = 0; i < row.size(); ++i) ASSERT_EQ(got[i], to_double(want[i])) << "row " << r << " element " << i;
+    for (size_t i = 0; i < row.size(); ++i)
+      ASSERT_EQ(got[i], to_double(want[i])) << "row " << r << " element " << i;
   }
   // Rows whose spread puts a logit 660..745 below the max go to Boost; the others are answered.
   EXPECT_GE(answered, rows / 2);

@@ -40,9 +40,30 @@ void expect_same(double x) {
 TEST(FloatRounding, MatchesNextafterOnEdges) {
   const double inf = std::numeric_limits<double>::infinity();
   const double fmax = std::numeric_limits<float>::max();
-  for (double x : {0.0, -0.0, 0x1p-149, -0x1p-149, 0x1p-150, -0x1p-150, 0x1p-160, -0x1p-160, 0x1p-126, -0x1p-126,
-                   0x1.000001p-126, 1.0, -1.0, 1.0 + 0x1p-30, -1.0 - 0x1p-30, fmax, -fmax, fmax * (1 + 0x1p-30),
-                   -fmax * (1 + 0x1p-30), 0x1p128, -0x1p128, inf, -inf, std::nan("")})
+  for (double x : {0.0,
+                   -0.0,
+                   0x1p-149,
+                   -0x1p-149,
+                   0x1p-150,
+                   -0x1p-150,
+                   0x1p-160,
+                   -0x1p-160,
+                   0x1p-126,
+                   -0x1p-126,
+                   0x1.000001p-126,
+                   1.0,
+                   -1.0,
+                   1.0 + 0x1p-30,
+                   -1.0 - 0x1p-30,
+                   fmax,
+                   -fmax,
+                   fmax * (1 + 0x1p-30),
+                   -fmax * (1 + 0x1p-30),
+                   0x1p128,
+                   -0x1p128,
+                   inf,
+                   -inf,
+                   std::nan("")})
     expect_same(x);
 }
 

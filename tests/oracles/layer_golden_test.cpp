@@ -48,11 +48,13 @@ float f32_bits(const json& j) {
 }
 std::vector<uint8_t> hex_bytes(const std::string& h) {
   std::vector<uint8_t> out(h.size() / 2);
-  for (size_t j = 0; j < out.size(); ++j) out[j] = static_cast<uint8_t>(std::stoul(h.substr(2 * j, 2), nullptr, 16));
+  for (size_t j = 0; j < out.size(); ++j)
+    out[j] = static_cast<uint8_t>(std::stoul(h.substr(2 * j, 2), nullptr, 16));
   return out;  // first hex digit = high nibble = element 2j+1: exactly our low-nibble-first packing
 }
 // Rows [row0, row0 + rows) of a hex matrix [N][K/2] / [N][K/16] as an Nvfp4Matrix.
-Nvfp4Matrix matrix_rows(const json& packed, const json& scales, int64_t row0, int64_t rows, int64_t k, float s_d) {
+Nvfp4Matrix matrix_rows(const json& packed, const json& scales, int64_t row0, int64_t rows, int64_t k,
+                        float s_d) {
   Nvfp4Matrix m(rows, k);
   for (int64_t r = 0; r < rows; ++r) {
     const auto p = hex_bytes(packed[static_cast<size_t>(row0 + r)].get<std::string>());
@@ -63,7 +65,8 @@ Nvfp4Matrix matrix_rows(const json& packed, const json& scales, int64_t row0, in
   m.global_dequant = s_d;
   return m;
 }
-QuantizedRows quantized_rows(const std::vector<std::string>& packed, const std::vector<std::string>& scales, int64_t cols) {
+QuantizedRows quantized_rows(const std::vector<std::string>& packed, const std::vector<std::string>& scales,
+                             int64_t cols) {
   QuantizedRows q;
   q.rows = static_cast<int64_t>(packed.size());
   q.cols = cols;
@@ -92,7 +95,8 @@ GoldenCase load_case(const json& j) {
   r.profile = "flashinfer-reference";
   r.shape = {.tokens = T, .hidden = H, .inter = I, .experts = E, .top_k = k};
   const json& rt = j["routing"];
-  if (!rt["routed_scaling_factor"].is_null()) r.routing.routed_scaling_factor = num(rt["routed_scaling_factor"]);
+  if (!rt["routed_scaling_factor"].is_null())
+    r.routing.routed_scaling_factor = num(rt["routed_scaling_factor"]);
   for (const auto& row : j["inputs"]["hidden_states"])
     for (const auto& v : row) g.c.hidden.push_back(bf16_from_float(static_cast<float>(num(v))));
   const json& w13 = j["inputs"]["w13"];
@@ -102,9 +106,12 @@ GoldenCase load_case(const json& j) {
     const float s13 = f32_bits(w13["global_scale_dequant_f32_bits"][static_cast<size_t>(e)]);
     const float s2 = f32_bits(w2["global_scale_dequant_f32_bits"][static_cast<size_t>(e)]);
     // FlashInfer order: rows [0, I) up, rows [I, 2I) gate; one global scale for both.
-    ew.up = matrix_rows(w13["packed_hex"][static_cast<size_t>(e)], w13["scale_e4m3_hex"][static_cast<size_t>(e)], 0, I, H, s13);
-    ew.gate = matrix_rows(w13["packed_hex"][static_cast<size_t>(e)], w13["scale_e4m3_hex"][static_cast<size_t>(e)], I, I, H, s13);
-    ew.down = matrix_rows(w2["packed_hex"][static_cast<size_t>(e)], w2["scale_e4m3_hex"][static_cast<size_t>(e)], 0, H, I, s2);
+    ew.up = matrix_rows(w13["packed_hex"][static_cast<size_t>(e)],
+                        w13["scale_e4m3_hex"][static_cast<size_t>(e)], 0, I, H, s13);
+    ew.gate = matrix_rows(w13["packed_hex"][static_cast<size_t>(e)],
+                          w13["scale_e4m3_hex"][static_cast<size_t>(e)], I, I, H, s13);
+    ew.down = matrix_rows(w2["packed_hex"][static_cast<size_t>(e)],
+                          w2["scale_e4m3_hex"][static_cast<size_t>(e)], 0, H, I, s2);
     g.c.experts.push_back(std::move(ew));
   }
   g.c.a1_scale = {f32_bits(j["inputs"]["hidden_states_global_scale_q_f32_bits"])};
@@ -162,16 +169,18 @@ std::vector<GoldenCase> load_all() {
 }
 
 // Our quantizer reproduces every stored code and scale byte (sign of zero not compared).
-void expect_reproduces(const std::vector<float>& row, float s_q, const Profile& p, const QuantizedRows& q, int64_t r,
-                       const std::string& what) {
+void expect_reproduces(const std::vector<float>& row, float s_q, const Profile& p, const QuantizedRows& q,
+                       int64_t r, const std::string& what) {
   const QuantizedRowRef ref = quantize_row_ref(row, s_q, p.quantizer, p.zero_scale_rule);
   const int64_t cols = q.cols;
   for (int64_t i = 0; i < cols; ++i) {
     const uint8_t got = fp4_code_at(q.packed.data() + r * cols / 2, i);
-    ASSERT_EQ(e2m1_canonical(ref.codes[static_cast<size_t>(i)]), e2m1_canonical(got)) << what << " row " << r << " element " << i;
+    ASSERT_EQ(e2m1_canonical(ref.codes[static_cast<size_t>(i)]), e2m1_canonical(got))
+        << what << " row " << r << " element " << i;
   }
   for (int64_t b = 0; b < cols / 16; ++b)
-    ASSERT_EQ(ref.scales[static_cast<size_t>(b)], q.scales[static_cast<size_t>(r * cols / 16 + b)]) << what << " row " << r << " block " << b;
+    ASSERT_EQ(ref.scales[static_cast<size_t>(b)], q.scales[static_cast<size_t>(r * cols / 16 + b)])
+        << what << " row " << r << " block " << b;
 }
 
 class LayerGolden : public ::testing::Test {
@@ -187,7 +196,8 @@ TEST_F(LayerGolden, QuantizerReproducesGoldenInputAndFc2Codes) {
     const int64_t H = g.c.recipe.shape.hidden, k = g.c.recipe.shape.top_k;
     for (int64_t t = 0; t < g.c.recipe.shape.tokens; ++t) {
       std::vector<float> x(static_cast<size_t>(H));
-      for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] = bf16_to_float(g.c.hidden[static_cast<size_t>(t * H + i)]);
+      for (int64_t i = 0; i < H; ++i)
+        x[static_cast<size_t>(i)] = bf16_to_float(g.c.hidden[static_cast<size_t>(t * H + i)]);
       expect_reproduces(x, g.c.a1_scale[0], p, *g.kernel.fc1_input, t * k, g.id + " fc1");
     }
     for (size_t r = 0; r < g.act_out.size(); ++r) {
@@ -216,7 +226,9 @@ TEST_F(LayerGolden, OracleHoldsGoldenOutputAndIntermediatesWithinItsBound) {
       EXPECT_TRUE(v.passed()) << g.id << (conditioned ? " conditioned: " : " unconditioned: ") << v.message;
       EXPECT_GT(v.compared, 0);
       for (const char* st : {"gemm1", "activation", "gemm2"}) {
-        const std::vector<float>& got = st == std::string("gemm1") ? *k.gemm1 : st == std::string("activation") ? *k.activation : *k.gemm2;
+        const std::vector<float>& got = st == std::string("gemm1")        ? *k.gemm1
+                                        : st == std::string("activation") ? *k.activation
+                                                                          : *k.gemm2;
         const Verdict vs = compare_stage(*ref.stage(st), got, &k.routing);
         EXPECT_TRUE(vs.passed()) << g.id << " " << st << ": " << vs.message;
       }
@@ -226,8 +238,10 @@ TEST_F(LayerGolden, OracleHoldsGoldenOutputAndIntermediatesWithinItsBound) {
       double worst_rel = 0;
       for (int64_t t = 0; t < out.rows; ++t) {
         double mx = 0;
-        for (int64_t i = 0; i < H; ++i) mx = std::max(mx, std::fabs(out.expected[static_cast<size_t>(t * H + i)]));
-        for (int64_t i = 0; i < H && mx > 0; ++i) worst_rel = std::max(worst_rel, out.bound[static_cast<size_t>(t * H + i)] / mx);
+        for (int64_t i = 0; i < H; ++i)
+          mx = std::max(mx, std::fabs(out.expected[static_cast<size_t>(t * H + i)]));
+        for (int64_t i = 0; i < H && mx > 0; ++i)
+          worst_rel = std::max(worst_rel, out.bound[static_cast<size_t>(t * H + i)] / mx);
       }
       std::printf("%-44s %-13s max error/bound %.3g  max bound/token-max %.3g\n", g.id.c_str(),
                   conditioned ? "conditioned" : "unconditioned", v.max_ratio, worst_rel);

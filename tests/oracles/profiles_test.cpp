@@ -40,8 +40,8 @@ TEST(Profiles, UnknownNameThrowsInputErrorListingKnownNames) {
 TEST(Profiles, PinnedConventions) {
   EXPECT_EQ(profile_by_name("flashinfer-cutlass").w13_order, W13Order::kUpGate);
   EXPECT_EQ(profile_by_name("sglang-cutlass-fp4").w13_order, W13Order::kGateUp);
-  EXPECT_TRUE(profile_by_name("sglang-cutlass-fp4").rsf_in_topk);   // should_fuse... for ModelOpt NVFP4
-  EXPECT_FALSE(profile_by_name("sglang-triton").rsf_in_topk);       // moe_sum_reduce applies rsf
+  EXPECT_TRUE(profile_by_name("sglang-cutlass-fp4").rsf_in_topk);  // should_fuse... for ModelOpt NVFP4
+  EXPECT_FALSE(profile_by_name("sglang-triton").rsf_in_topk);      // moe_sum_reduce applies rsf
   EXPECT_EQ(profile_by_name("trtllm-gen").routing_weight_dtype, WeightDtype::kBf16);
   EXPECT_EQ(profile_by_name("flashinfer-cutlass").zero_scale_rule, ZeroScaleRule::kVecMaxTest);
   EXPECT_EQ(profile_by_name("vllm").zero_scale_rule, ZeroScaleRule::kScaleTest);

@@ -17,7 +17,9 @@ namespace {
 struct Block {
   std::vector<double> x = std::vector<double>(16, 0.0);
   std::vector<uint8_t> codes = std::vector<uint8_t>(16, 0x0);
-  int64_t admits(float s_q, uint8_t scale) const { return nvfp4_admits(x, x, s_q, codes, std::vector<uint8_t>{scale}); }
+  int64_t admits(float s_q, uint8_t scale) const {
+    return nvfp4_admits(x, x, s_q, codes, std::vector<uint8_t>{scale});
+  }
 };
 
 TEST(QuantEnvelope, PowerOfTwoScalesDecideExactTies) {

@@ -26,7 +26,9 @@ namespace {
 
 const std::string kGoldenPath = std::string(MOEFUZZ_SHARED_DIR) + "/golden/nvfp4_quant_golden.json";
 
-uint32_t parse_hex(const nlohmann::json& j) { return static_cast<uint32_t>(std::stoul(j.get<std::string>(), nullptr, 16)); }
+uint32_t parse_hex(const nlohmann::json& j) {
+  return static_cast<uint32_t>(std::stoul(j.get<std::string>(), nullptr, 16));
+}
 
 struct Mismatch {
   int codes = 0;
@@ -47,16 +49,16 @@ Mismatch replay(const nlohmann::json& c, QuantizerVariant variant, ZeroScaleRule
       const uint8_t want = e2m1_canonical(codes[i].get<uint8_t>());
       if (e2m1_canonical(q.codes[i]) != want) {
         ++m.codes;
-        ADD_FAILURE() << c["id"] << " row " << r << " element " << i << ": code " << int(q.codes[i]) << " golden "
-                      << int(want) << " (x=" << row[i] << ", y=" << q.scaled[i] << ")";
+        ADD_FAILURE() << c["id"] << " row " << r << " element " << i << ": code " << int(q.codes[i])
+                      << " golden " << int(want) << " (x=" << row[i] << ", y=" << q.scaled[i] << ")";
       }
       ++*compared;
     }
     for (size_t b = 0; b < scales.size(); ++b) {
       if (q.scales[b] != scales[b].get<uint8_t>()) {
         ++m.scales;
-        ADD_FAILURE() << c["id"] << " row " << r << " block " << b << ": scale byte " << int(q.scales[b]) << " golden "
-                      << scales[b].get<int>();
+        ADD_FAILURE() << c["id"] << " row " << r << " block " << b << ": scale byte " << int(q.scales[b])
+                      << " golden " << scales[b].get<int>();
       }
     }
   }

@@ -36,7 +36,7 @@ TEST(QuantRef, ZeroBlockHasZeroScaleAndZeroCodesInEveryVariant) {
 // amax = 6.375: sf32 = fl(6.375 * RN(1/6)) = fl(1.0625000317) = 1.0625, which ties between E4M3 1.0
 // and 1.125 and goes to even (1.0, byte 0x38). So 6.375 itself clips to 6 (code 7).
 TEST(QuantRef, ThresholdsTiesAndClipAtUnitScale) {
-  std::vector<float> x = {6.375f, 5.0f, 3.5f, 2.5f, 1.75f, 1.25f, 0.75f, 0.25f,
+  std::vector<float> x = {6.375f, 5.0f,  3.5f, 2.5f, 1.75f, 1.25f, 0.75f, 0.25f,
                           -0.1f,  -3.0f, 0.3f, 4.9f, 1.0f,  0.0f,  -6.0f, 2.0f};
   // Expected codes from the RN-even thresholds (SPEC.md §1.1): 6.375 -> 6 (clip), 5 -> 4 (tie),
   // 3.5 -> 4 (tie), 2.5 -> 2 (tie), 1.75 -> 2 (tie), 1.25 -> 1 (tie), 0.75 -> 1 (tie), 0.25 -> 0 (tie),
@@ -47,7 +47,8 @@ TEST(QuantRef, ThresholdsTiesAndClipAtUnitScale) {
     const QuantizedRowRef q = quantize_row_ref(x, 1.0f, v, ZeroScaleRule::kVecMaxTest);
     EXPECT_EQ(q.scales[0], 0x38) << static_cast<int>(v);
     for (size_t i = 0; i < 16; ++i) {
-      EXPECT_EQ(e2m1_canonical(q.codes[i]), expected[i]) << "variant " << static_cast<int>(v) << " element " << i;
+      EXPECT_EQ(e2m1_canonical(q.codes[i]), expected[i])
+          << "variant " << static_cast<int>(v) << " element " << i;
       EXPECT_TRUE(q.admits(i, expected[i]));
     }
   }
@@ -60,7 +61,8 @@ TEST(QuantRef, FastMathAdmitsBothNeighboursOnlyNearAThreshold) {
   std::vector<float> x = block_of(1.0f);
   x[0] = 0.75f;
   x[1] = 6.0f;  // amax 6 -> sf32 = fl(6 * RN(1/6)) = 1.0 (6 * 0x3E2AAAAB = 1.00000003, rounds to 1)
-  const QuantizedRowRef fast = quantize_row_ref(x, 1.0f, QuantizerVariant::kFastMath, ZeroScaleRule::kVecMaxTest);
+  const QuantizedRowRef fast =
+      quantize_row_ref(x, 1.0f, QuantizerVariant::kFastMath, ZeroScaleRule::kVecMaxTest);
   EXPECT_EQ(fast.scales[0], e4m3_from_float(1.0f));
   EXPECT_TRUE(fast.admits(0, 0x2));
   EXPECT_TRUE(fast.admits(0, 0x1));
@@ -79,7 +81,8 @@ TEST(QuantRef, NegativeZeroCodeEqualsZero) {
   std::vector<float> x = block_of(1.0f);
   x[0] = 6.0f;   // amax 6 -> block scale 1.0, outScale 1 (see above)
   x[3] = -0.1f;  // y = -0.1 -> E2M1 -0 (code 0x8)
-  const QuantizedRowRef q = quantize_row_ref(x, 1.0f, QuantizerVariant::kReference, ZeroScaleRule::kScaleTest);
+  const QuantizedRowRef q =
+      quantize_row_ref(x, 1.0f, QuantizerVariant::kReference, ZeroScaleRule::kScaleTest);
   EXPECT_TRUE(q.admits(3, 0x0));
   EXPECT_TRUE(q.admits(3, 0x8));
   EXPECT_FALSE(q.admits(3, 0x9));
@@ -93,7 +96,8 @@ TEST(QuantRef, E4m3UnderflowFollowsEachZeroScaleRule) {
   std::vector<float> x = block_of(0.0f);
   x[0] = 0x1p-8f;
   x[1] = -0x1p-8f;
-  const QuantizedRowRef fi = quantize_row_ref(x, 1.0f, QuantizerVariant::kFastMath, ZeroScaleRule::kVecMaxTest);
+  const QuantizedRowRef fi =
+      quantize_row_ref(x, 1.0f, QuantizerVariant::kFastMath, ZeroScaleRule::kVecMaxTest);
   EXPECT_EQ(fi.scales[0], 0x00);
   EXPECT_EQ(fi.codes[0], 0x7);
   EXPECT_EQ(fi.codes[1], 0xF);
@@ -127,14 +131,16 @@ TEST(QuantRef, ScaleSaturatesAt448AndElementsClip) {
     EXPECT_EQ(q.codes[3], 0xD);
   }
   // S*amax/6 overflowing fp32 to Inf still gives 448 (satfinite; the reference clamps Inf to 448).
-  const QuantizedRowRef inf = quantize_row_ref(x, FLT_MAX, QuantizerVariant::kReference, ZeroScaleRule::kScaleTest);
+  const QuantizedRowRef inf =
+      quantize_row_ref(x, FLT_MAX, QuantizerVariant::kReference, ZeroScaleRule::kScaleTest);
   EXPECT_EQ(inf.scales[0], 0x7E);
 }
 
 TEST(QuantRef, NanInputMakesItsBlockUnverified) {
   std::vector<float> x(32, 1.0f);
   x[5] = NAN;
-  const QuantizedRowRef q = quantize_row_ref(x, 1.0f, QuantizerVariant::kFastMath, ZeroScaleRule::kVecMaxTest);
+  const QuantizedRowRef q =
+      quantize_row_ref(x, 1.0f, QuantizerVariant::kFastMath, ZeroScaleRule::kVecMaxTest);
   EXPECT_TRUE(q.admits(0, 0xF));  // block 0 contains the NaN
   EXPECT_TRUE(q.admits_scale(0, 0x12));
   EXPECT_FALSE(q.admits(16, 0xF));  // block 1 is ordinary

@@ -10,7 +10,8 @@ namespace {
 
 TopkSpec flat(int64_t experts, int64_t k) { return TopkSpec{.experts = experts, .k = k}; }
 TopkSpec grouped(int64_t experts, int64_t k, int64_t n_group, int64_t topk_group) {
-  return TopkSpec{.experts = experts, .k = k, .n_group = n_group, .topk_group = topk_group, .group_top2 = true};
+  return TopkSpec{
+      .experts = experts, .k = k, .n_group = n_group, .topk_group = topk_group, .group_top2 = true};
 }
 
 TEST(TopkSelection, ValueDescendingLowerIndexFirst) {

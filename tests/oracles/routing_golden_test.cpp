@@ -120,7 +120,8 @@ class RoutingGolden : public ::testing::Test {
 
 void expect(const std::string& id, const std::string& fn, const RoutingCheck& rc, const Expectation& e) {
   if (e.signature.empty()) {
-    EXPECT_TRUE(rc.verdict.passed()) << id << " " << fn << ": " << rc.verdict.signature() << " " << rc.verdict.message;
+    EXPECT_TRUE(rc.verdict.passed()) << id << " " << fn << ": " << rc.verdict.signature() << " "
+                                     << rc.verdict.message;
     EXPECT_GT(rc.verdict.compared, 0) << id << " " << fn;
     EXPECT_LE(rc.verdict.max_ratio, 1.0) << id << " " << fn;
   } else {
@@ -148,7 +149,8 @@ TEST_F(RoutingGolden, EveryCaseMatchesItsProfileConvention) {
         if (apply && !g["params"]["renormalize"].get<bool>()) {
           want = {"ORACLE/route", "SGLang drops rsf when renormalize=False"};
         }
-        if (g["selected_sigmoid_is_zero"].get<bool>()) want = {"STRUCT/route", "0/0 = NaN weights (BUGZOO Z5)"};
+        if (g["selected_sigmoid_is_zero"].get<bool>())
+          want = {"STRUCT/route", "0/0 = NaN weights (BUGZOO Z5)"};
       } else if (deepseek) {
         p = torch_reference("flashinfer-reference");
         force_renorm = true;

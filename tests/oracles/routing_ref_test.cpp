@@ -133,7 +133,8 @@ TEST(RoutingRef, BiasSelectsButWeightsAreUnbiased) {
 // Group scores (top-2 sums) -0.7, -3, -4.1, -5: groups 0 and 1 survive. Masking the others to -inf
 // selects {0, 1}; masking them to 0 (BUGZOO Z3) would let expert 4 (0.4, unselected group) in.
 TEST(RoutingRef, UnselectedGroupsAreMaskedToMinusInfinity) {
-  Case c = grouped_case(std::vector<float>(8, 0.0f), {-0.8f, -0.9f, -2.0f, -2.0f, -0.1f, -5.0f, -3.0f, -3.0f}, 1.0);
+  Case c = grouped_case(std::vector<float>(8, 0.0f), {-0.8f, -0.9f, -2.0f, -2.0f, -0.1f, -5.0f, -3.0f, -3.0f},
+                        1.0);
   const Profile p = torch_like();
   const RoutingDecision ref = reference_routing(c, p);
   ASSERT_EQ(ref.ids, (std::vector<int32_t>{0, 1}));
@@ -214,7 +215,7 @@ TEST(RoutingRef, TrtllmGenWeightsAreBf16) {
   Case c = grouped_case({3, 2, -1, -2, 0, 0.5f, -3, -4}, std::vector<float>(8, 0.0f), 2.5);
   const Profile& p = profile_by_name("trtllm-gen");
   const RoutingDecision ref = reference_routing(c, p);
-  for (float w : ref.weights) EXPECT_EQ(w, static_cast<float>(static_cast<double>(w))) ;
+  for (float w : ref.weights) EXPECT_EQ(w, static_cast<float>(static_cast<double>(w)));
   const double sum = sig(3) + sig(2);
   // 2.5*s(3)/sum = 1.3124... ; bf16 spacing there is 2^-7, so the stored value is within 2^-8.
   EXPECT_NEAR(ref.weights[0], 2.5 * sig(3) / sum, 0x1p-8);

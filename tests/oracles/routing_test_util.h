@@ -7,7 +7,8 @@
 
 namespace moefuzz::testing {
 
-inline Case routing_case(RoutingMode mode, int64_t tokens, int64_t experts, int64_t top_k, std::vector<float> logits) {
+inline Case routing_case(RoutingMode mode, int64_t tokens, int64_t experts, int64_t top_k,
+                         std::vector<float> logits) {
   Case c;
   c.recipe.shape.tokens = tokens;
   c.recipe.shape.experts = experts;
@@ -17,8 +18,10 @@ inline Case routing_case(RoutingMode mode, int64_t tokens, int64_t experts, int6
   return c;
 }
 
-inline RoutingDecision decision(int64_t tokens, int64_t slots, std::vector<int32_t> ids, std::vector<float> weights) {
-  return RoutingDecision{.tokens = tokens, .slots = slots, .ids = std::move(ids), .weights = std::move(weights)};
+inline RoutingDecision decision(int64_t tokens, int64_t slots, std::vector<int32_t> ids,
+                                std::vector<float> weights) {
+  return RoutingDecision{
+      .tokens = tokens, .slots = slots, .ids = std::move(ids), .weights = std::move(weights)};
 }
 
 }  // namespace moefuzz::testing

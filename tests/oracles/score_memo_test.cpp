@@ -12,13 +12,15 @@ namespace moefuzz {
 namespace {
 
 TEST(ScoreMemo, AgreesWithMultiprecisionOnEveryCall) {
-  const std::vector<float> xs = {0.0f, -0.0f, 1.0f, std::nextafter(1.0f, 2.0f), -3.5f, 20.0f, -87.0f, 1e-30f, -1e30f};
+  const std::vector<float> xs = {0.0f,   -0.0f,  1.0f,  std::nextafter(1.0f, 2.0f), -3.5f, 20.0f,
+                                 -87.0f, 1e-30f, -1e30f};
   for (int pass = 0; pass < 2; ++pass)
     for (float x : xs) {
       EXPECT_EQ(exact_sigmoid(x), to_double(hp_sigmoid(HighPrecision(x)))) << x;
       EXPECT_EQ(exact_sqrt_softplus(x), to_double(hp_sqrt_softplus(HighPrecision(x)))) << x;
       for (float bias : {0.0f, -1.0f, 0.125f})
-        EXPECT_EQ(exact_sigmoid_plus(x, bias), to_double(hp_sigmoid(HighPrecision(x)) + HighPrecision(bias))) << x;
+        EXPECT_EQ(exact_sigmoid_plus(x, bias), to_double(hp_sigmoid(HighPrecision(x)) + HighPrecision(bias)))
+            << x;
     }
 }
 

@@ -69,8 +69,8 @@ TEST(Drift, CliWritesCsvAndPlot) {
   if (!std::filesystem::exists(bin)) GTEST_SKIP() << "build the moefuzz target first: " << bin;
   const auto dir = std::filesystem::temp_directory_path() / ("moefuzz-drift-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
-  const std::string cmd = bin + " drift --kernel cpu --kernel " + kZ13 + " --layers 16 --out " + dir.string() + " > " +
-                          (dir.string() + ".log") + " 2>&1";
+  const std::string cmd = bin + " drift --kernel cpu --kernel " + kZ13 + " --layers 16 --out " +
+                          dir.string() + " > " + (dir.string() + ".log") + " 2>&1";
   const int rc = std::system(cmd.c_str());
   EXPECT_EQ(WEXITSTATUS(rc), 1) << "the mutant fails DRIFT, so the command exits 1";
   std::ifstream csv(dir / "drift.csv");

@@ -24,11 +24,15 @@ TEST(FuzzCampaign, MissingTargetSaysHowToBuildIt) {
     fuzz_target_binary("/nonexistent/bin", "moe_layer");
     FAIL() << "no InputError";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("cmake --preset fuzz && cmake --build --preset fuzz"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cmake --preset fuzz && cmake --build --preset fuzz"),
+              std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("moe_layer_fuzzer"), std::string::npos) << e.what();
   }
   EXPECT_THROW(fuzz_target_binary("/bin", "../sh"), InputError);
-  EXPECT_THROW(run_fuzz_campaign({.target = "moe_layer", .out_dir = "/tmp/x", .bin_dir = "/nonexistent"}, std::cerr), InputError);
+  EXPECT_THROW(
+      run_fuzz_campaign({.target = "moe_layer", .out_dir = "/tmp/x", .bin_dir = "/nonexistent"}, std::cerr),
+      InputError);
 }
 
 TEST(FuzzCampaign, HarvestDeduplicatesBySignatureAndResumes) {
@@ -45,11 +49,13 @@ TEST(FuzzCampaign, HarvestDeduplicatesBySignatureAndResumes) {
     ASSERT_TRUE(rep.failed());
     save_finding(r, rep.first_failure(), k->name(), (dir / "raw").string(), static_cast<int64_t>(seed));
   }
-  const auto first = harvest_findings((dir / "raw").string(), (dir / "findings").string(), "cpu", 10, std::cerr);
+  const auto first =
+      harvest_findings((dir / "raw").string(), (dir / "findings").string(), "cpu", 10, std::cerr);
   ASSERT_EQ(first.size(), 1u);
   EXPECT_TRUE(fs::exists(first[0].path));
   // Resume: findings/ already holds the signature, nothing new.
-  EXPECT_TRUE(harvest_findings((dir / "raw").string(), (dir / "findings").string(), "cpu", 10, std::cerr).empty());
+  EXPECT_TRUE(
+      harvest_findings((dir / "raw").string(), (dir / "findings").string(), "cpu", 10, std::cerr).empty());
   fs::remove_all(dir);
 }
 
@@ -60,7 +66,8 @@ TEST(FuzzCampaign, ReadsExecutionsAndJobsFromLibFuzzerLogs) {
   FuzzCampaignSummary s;
   accumulate_libfuzzer_log(
       "#226: cov: 10221 ft: 10221 corp: 11 exec/s 113 oom/timeout/crash: 0/0/0 time: 2s job: 1 dft_time: 0\n"
-      "#1271: cov: 16641 ft: 17678 corp: 445 exec/s 89 oom/timeout/crash: 0/0/3 time: 19s job: 4 dft_time: 0\n",
+      "#1271: cov: 16641 ft: 17678 corp: 445 exec/s 89 oom/timeout/crash: 0/0/3 time: 19s job: 4 dft_time: "
+      "0\n",
       s);
   EXPECT_EQ(s.execs, 1271);
   EXPECT_EQ(s.jobs, 4);
@@ -69,7 +76,8 @@ TEST(FuzzCampaign, ReadsExecutionsAndJobsFromLibFuzzerLogs) {
   EXPECT_EQ(s.corpus, 445);
   EXPECT_EQ(s.crashes, 3);
   // A second process adds its executions, jobs and crashes; coverage is the larger of the two.
-  accumulate_libfuzzer_log("#500: cov: 100 ft: 200 corp: 10 exec/s 50 oom/timeout/crash: 0/0/1 time: 9s job: 2 dft_time: 0\n", s);
+  accumulate_libfuzzer_log(
+      "#500: cov: 100 ft: 200 corp: 10 exec/s 50 oom/timeout/crash: 0/0/1 time: 9s job: 2 dft_time: 0\n", s);
   EXPECT_EQ(s.execs, 1771);
   EXPECT_EQ(s.jobs, 6);
   EXPECT_EQ(s.coverage, 16641);
@@ -94,7 +102,8 @@ TEST(FuzzCampaign, ReadsTheTargetsOptionsFileLikeClusterFuzz) {
   const std::string path = (dir / "t_fuzzer.options").string();
   {
     std::ofstream f(path);
-    f << "[libfuzzer]\n# a comment\nmax_len = 4096\ndict = t_fuzzer.dict\n  entropic=0  \n\n[asan]\ndetect_leaks = 0\n";
+    f << "[libfuzzer]\n# a comment\nmax_len = 4096\ndict = t_fuzzer.dict\n  entropic=0  "
+         "\n\n[asan]\ndetect_leaks = 0\n";
   }
   const std::vector<std::string> flags = libfuzzer_flags_from_options(path);
   ASSERT_EQ(flags.size(), 3u);
@@ -109,8 +118,11 @@ TEST(FuzzCampaign, ReadsTheTargetsOptionsFileLikeClusterFuzz) {
   EXPECT_THROW(libfuzzer_flags_from_options(path), InputError);
   // The repository's own files parse, and each names its dictionary.
   for (const char* t : {"recipe_parser_fuzzer", "nvfp4_fuzzer", "routing_fuzzer", "moe_layer_fuzzer"}) {
-    const std::vector<std::string> own = libfuzzer_flags_from_options(std::string(MOEFUZZ_SOURCE_DIR) + "/fuzz/" + t + ".options");
-    EXPECT_TRUE(std::any_of(own.begin(), own.end(), [](const std::string& x) { return x.rfind("-dict=", 0) == 0; })) << t;
+    const std::vector<std::string> own =
+        libfuzzer_flags_from_options(std::string(MOEFUZZ_SOURCE_DIR) + "/fuzz/" + t + ".options");
+    EXPECT_TRUE(std::any_of(own.begin(), own.end(), [](const std::string& x) {
+      return x.rfind("-dict=", 0) == 0;
+    })) << t;
   }
   fs::remove_all(dir);
 }

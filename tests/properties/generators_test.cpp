@@ -30,7 +30,8 @@ constexpr int kDraws = 2000;
 std::vector<CaseRecipe> draws(const rc::Gen<CaseRecipe>& g, int n = kDraws, int size = 100) {
   std::vector<CaseRecipe> out;
   out.reserve(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) out.push_back(gen::sample(g, /*seed=*/20240611, static_cast<uint64_t>(i), size));
+  for (int i = 0; i < n; ++i)
+    out.push_back(gen::sample(g, /*seed=*/20240611, static_cast<uint64_t>(i), size));
   return out;
 }
 
@@ -45,8 +46,8 @@ bool power_of_two(int64_t x) { return x > 0 && (x & (x - 1)) == 0; }
 // Experts that no token routes to, known from the recipe alone: more experts than slots, or the
 // value profile that starves some experts on purpose.
 bool has_zero_token_experts(const CaseRecipe& r) {
-  return r.shape.experts > r.shape.tokens * r.shape.top_k || r.values.load == LoadProfile::kZeroTokenExperts ||
-         r.values.load == LoadProfile::kOneExpert;
+  return r.shape.experts > r.shape.tokens * r.shape.top_k ||
+         r.values.load == LoadProfile::kZeroTokenExperts || r.values.load == LoadProfile::kOneExpert;
 }
 
 class Generators : public ::testing::Test {
@@ -80,9 +81,16 @@ TEST_F(Generators, ReachEveryRoutingMode) {
     EXPECT_GT(count(small(), [m](const CaseRecipe& r) { return r.routing.mode == m; }), kDraws / 10)
         << "mode " << static_cast<int>(m);
   for (ScoreFunc f : {ScoreFunc::kSqrtSoftplus, ScoreFunc::kSigmoid, ScoreFunc::kSoftmax})
-    EXPECT_GT(count(small(), [f](const CaseRecipe& r) { return r.routing.mode == RoutingMode::kHash && r.routing.hash_score == f; }), 0)
+    EXPECT_GT(count(small(),
+                    [f](const CaseRecipe& r) {
+                      return r.routing.mode == RoutingMode::kHash && r.routing.hash_score == f;
+                    }),
+              0)
         << "hash score " << static_cast<int>(f);
-  EXPECT_GT(count(small(), [](const CaseRecipe& r) { return r.shape.n_group > 1 && r.shape.topk_group < r.shape.n_group; }), 0)
+  EXPECT_GT(
+      count(small(),
+            [](const CaseRecipe& r) { return r.shape.n_group > 1 && r.shape.topk_group < r.shape.n_group; }),
+      0)
       << "grouped routing with unselected groups";
   for (ScalePlacement p : {ScalePlacement::kTopK, ScalePlacement::kCombine})
     EXPECT_GT(count(small(), [p](const CaseRecipe& r) { return r.routing.scale_placement == p; }), 0);
@@ -106,13 +114,18 @@ TEST_F(Generators, ReachEveryValueProfile) {
   each("load", 3, [](const CaseRecipe& r) { return static_cast<int>(r.values.load); });
   each("activations", 2, [](const CaseRecipe& r) { return static_cast<int>(r.quant.activations); });
   each("act_scales", 2, [](const CaseRecipe& r) { return static_cast<int>(r.quant.act_scales); });
-  EXPECT_GT(count(small(), [](const CaseRecipe& r) { return r.quant.gate_up_scale_ratio != 1.0; }), 0) << "Z11 region";
-  EXPECT_GT(count(small(), [](const CaseRecipe& r) { return std::isfinite(r.swiglu.limit); }), 0) << "SwiGLU clamp";
+  EXPECT_GT(count(small(), [](const CaseRecipe& r) { return r.quant.gate_up_scale_ratio != 1.0; }), 0)
+      << "Z11 region";
+  EXPECT_GT(count(small(), [](const CaseRecipe& r) { return std::isfinite(r.swiglu.limit); }), 0)
+      << "SwiGLU clamp";
 }
 
 TEST_F(Generators, ReachSharedExpertsFusedAndSeparate) {
   for (SharedFusion f : {SharedFusion::kSeparate, SharedFusion::kFused})
-    EXPECT_GT(count(small(), [f](const CaseRecipe& r) { return r.shape.shared_experts > 0 && r.routing.shared_fusion == f; }),
+    EXPECT_GT(count(small(),
+                    [f](const CaseRecipe& r) {
+                      return r.shape.shared_experts > 0 && r.routing.shared_fusion == f;
+                    }),
               kDraws / 20)
         << "fusion " << static_cast<int>(f);
   EXPECT_GT(count(small(), [](const CaseRecipe& r) { return r.shape.shared_experts == 0; }), 0);
@@ -120,7 +133,10 @@ TEST_F(Generators, ReachSharedExpertsFusedAndSeparate) {
 
 TEST_F(Generators, ReachTopKOneAndTopKEqualsExperts) {
   EXPECT_GT(count(small(), [](const CaseRecipe& r) { return r.shape.top_k == 1; }), 0);
-  EXPECT_GT(count(small(), [](const CaseRecipe& r) { return r.shape.top_k == r.shape.experts && r.shape.experts > 1; }), 0);
+  EXPECT_GT(
+      count(small(),
+            [](const CaseRecipe& r) { return r.shape.top_k == r.shape.experts && r.shape.experts > 1; }),
+      0);
   EXPECT_GT(count(small(), [](const CaseRecipe& r) { return r.shape.experts == 1; }), 0);
 }
 
@@ -134,25 +150,34 @@ TEST_F(Generators, ReachNonPowerOfTwoHiddenAndInter) {
   for (const auto* set : {&small(), &medium()}) {
     EXPECT_GT(count(*set, [](const CaseRecipe& r) { return !power_of_two(r.shape.hidden); }), kDraws / 10);
     EXPECT_GT(count(*set, [](const CaseRecipe& r) { return !power_of_two(r.shape.inter); }), kDraws / 10);
-    EXPECT_GT(count(*set, [](const CaseRecipe& r) { return r.shape.hidden % 64 != 0; }), 0) << "H not a multiple of 64";
+    EXPECT_GT(count(*set, [](const CaseRecipe& r) { return r.shape.hidden % 64 != 0; }), 0)
+        << "H not a multiple of 64";
   }
 }
 
 TEST_F(Generators, ReachExpertsWithZeroTokens) {
   EXPECT_GT(count(small(), has_zero_token_experts), kDraws / 10);
-  EXPECT_GT(count(small(), [](const CaseRecipe& r) { return r.shape.experts > r.shape.tokens * r.shape.top_k; }), 0);
+  EXPECT_GT(
+      count(small(), [](const CaseRecipe& r) { return r.shape.experts > r.shape.tokens * r.shape.top_k; }),
+      0);
 }
 
 TEST_F(Generators, ReachNearTies) {
-  EXPECT_GT(count(small(), [](const CaseRecipe& r) { return r.values.logits == LogitProfile::kNearTies; }), kDraws / 20);
-  EXPECT_GT(count(small(), [](const CaseRecipe& r) { return r.values.logits == LogitProfile::kTies; }), kDraws / 20);
-  EXPECT_GT(count(small(), [](const CaseRecipe& r) {
-              return r.routing.mode == RoutingMode::kSigmoidGrouped && r.values.logits == LogitProfile::kNearTies;
-            }),
+  EXPECT_GT(count(small(), [](const CaseRecipe& r) { return r.values.logits == LogitProfile::kNearTies; }),
+            kDraws / 20);
+  EXPECT_GT(count(small(), [](const CaseRecipe& r) { return r.values.logits == LogitProfile::kTies; }),
+            kDraws / 20);
+  EXPECT_GT(count(small(),
+                  [](const CaseRecipe& r) {
+                    return r.routing.mode == RoutingMode::kSigmoidGrouped &&
+                           r.values.logits == LogitProfile::kNearTies;
+                  }),
             0);
-  EXPECT_GT(count(small(), [](const CaseRecipe& r) {
-              return r.routing.mode == RoutingMode::kHash && r.values.table == TableProfile::kDuplicates;
-            }),
+  EXPECT_GT(count(small(),
+                  [](const CaseRecipe& r) {
+                    return r.routing.mode == RoutingMode::kHash &&
+                           r.values.table == TableProfile::kDuplicates;
+                  }),
             0)
       << "duplicate hash ids (Z8)";
 }
@@ -195,8 +220,8 @@ TEST(GeneratorShrinking, MovesTowardTheSmallestTameFailingCase) {
     ++shrunk;
     const CaseRecipe m = shrink_while(s, fails);
     SCOPED_TRACE(::testing::Message() << "draw " << index);
-    EXPECT_EQ(m.shape.tokens, 6);                // the smallest failing token count
-    EXPECT_EQ(m.shape.experts, 4);               // ... and expert count
+    EXPECT_EQ(m.shape.tokens, 6);   // the smallest failing token count
+    EXPECT_EQ(m.shape.experts, 4);  // ... and expert count
     EXPECT_EQ(m.shape.top_k, 1);
     EXPECT_EQ(m.shape.hidden, 16);
     EXPECT_EQ(m.shape.inter, 16);
@@ -242,11 +267,14 @@ TEST(ModelGenerators, ProduceTheRealShapes) {
   }
   // Shared experts of the models are drawn fused and separate.
   const auto v3 = draws(gen::model("deepseek-v3"), 200);
-  EXPECT_GT(count(v3, [](const CaseRecipe& r) { return r.routing.shared_fusion == SharedFusion::kFused; }), 0);
-  EXPECT_GT(count(v3, [](const CaseRecipe& r) { return r.routing.shared_fusion == SharedFusion::kSeparate; }), 0);
+  EXPECT_GT(count(v3, [](const CaseRecipe& r) { return r.routing.shared_fusion == SharedFusion::kFused; }),
+            0);
+  EXPECT_GT(count(v3, [](const CaseRecipe& r) { return r.routing.shared_fusion == SharedFusion::kSeparate; }),
+            0);
   // kModel draws every model.
   const auto any = draws(gen::recipe(gen::ShapeClass::kModel), 200);
-  for (int64_t e : {256, 128, 8}) EXPECT_GT(count(any, [e](const CaseRecipe& r) { return r.shape.experts == e; }), 0);
+  for (int64_t e : {256, 128, 8})
+    EXPECT_GT(count(any, [e](const CaseRecipe& r) { return r.shape.experts == e; }), 0);
 }
 
 TEST(ModelGenerators, UnknownNamesAreInputErrors) {
@@ -261,7 +289,9 @@ TEST(ModelGenerators, UnknownNamesAreInputErrors) {
 RC_GTEST_PROP(GeneratorDistribution, SmallRecipesAreValidAndClassified, ()) {
   const CaseRecipe r = *gen::recipe(gen::ShapeClass::kSmall);
   RC_ASSERT(validate(r).empty());
-  const char* mode = r.routing.mode == RoutingMode::kSoftmax ? "softmax" : r.routing.mode == RoutingMode::kHash ? "hash" : "grouped";
+  const char* mode = r.routing.mode == RoutingMode::kSoftmax ? "softmax"
+                     : r.routing.mode == RoutingMode::kHash  ? "hash"
+                                                             : "grouped";
   const char* k = r.shape.top_k == r.shape.experts ? "k=E" : r.shape.top_k == 1 ? "k=1" : "1<k<E";
   RC_TAG(mode, k);
 }

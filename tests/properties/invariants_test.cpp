@@ -85,7 +85,8 @@ void invariant_holds_on_correct_kernels(const std::string& code) {
     if (!rep.failed()) continue;
     const Verdict& v = rep.first_failure();
     const std::string repro = fmt::format(
-        "save the recipe below (the counterexample with the kernel's profile) as case.moefuzz, then: moefuzz replay case.moefuzz --kernel {} --invariants {}  "
+        "save the recipe below (the counterexample with the kernel's profile) as case.moefuzz, then: moefuzz "
+        "replay case.moefuzz --kernel {} --invariants {}  "
         "(or re-run this property with the RC_PARAMS=\"reproduce=...\" RapidCheck prints at exit)",
         name, code);
     RC_FAIL(format_failure_report(rk, v, name, repro) + "recipe:\n" + to_text(rk));
@@ -134,23 +135,51 @@ TEST(InvariantProperties, CorrectKernelsAreEnumerated) {
   for (const auto& n : names) EXPECT_EQ(n.find("mutant/"), std::string::npos) << n;
 }
 
-RC_GTEST_PROP(InvariantProperties, RoutingDecisionsAreWellFormed, ()) { invariant_holds_on_correct_kernels("STRUCT"); }
-RC_GTEST_PROP(InvariantProperties, OutputsAreFiniteWhereTheOracleIs, ()) { invariant_holds_on_correct_kernels("FINITE"); }
+RC_GTEST_PROP(InvariantProperties, RoutingDecisionsAreWellFormed, ()) {
+  invariant_holds_on_correct_kernels("STRUCT");
+}
+RC_GTEST_PROP(InvariantProperties, OutputsAreFiniteWhereTheOracleIs, ()) {
+  invariant_holds_on_correct_kernels("FINITE");
+}
 RC_GTEST_PROP(InvariantProperties, OutputsFullyWrittenNothingOutsideInputsUntouched, ()) {
   invariant_holds_on_correct_kernels("CANARY");
 }
-RC_GTEST_PROP(InvariantProperties, RepeatedRunsAreBitIdentical, ()) { invariant_holds_on_correct_kernels("REPEAT"); }
-RC_GTEST_PROP(InvariantProperties, ScaleAppliesExactlyOnce, ()) { invariant_holds_on_correct_kernels("SCALE1"); }
-RC_GTEST_PROP(InvariantProperties, RouterWeightMultipliesExactlyOnce, ()) { invariant_holds_on_correct_kernels("WEIGHT1"); }
-RC_GTEST_PROP(InvariantProperties, SoftmaxRoutingIsShiftInvariant, ()) { invariant_holds_on_correct_kernels("SHIFT"); }
-RC_GTEST_PROP(InvariantProperties, DuplicateIdsEqualTheMergedWeight, ()) { invariant_holds_on_correct_kernels("DUP"); }
-RC_GTEST_PROP(InvariantProperties, ZeroPaddingLeavesOutputUnchanged, ()) { invariant_holds_on_correct_kernels("PAD"); }
-RC_GTEST_PROP(InvariantProperties, GlobalScaleTransferLeavesOutputUnchanged, ()) { invariant_holds_on_correct_kernels("GSCALE"); }
-RC_GTEST_PROP(InvariantProperties, ExpertRelabelingLeavesOutputUnchanged, ()) { invariant_holds_on_correct_kernels("PERM"); }
-RC_GTEST_PROP(InvariantProperties, TokenOutputIndependentOfItsBatch, ()) { invariant_holds_on_correct_kernels("BATCH"); }
-RC_GTEST_PROP(InvariantProperties, EverySemanticParameterMatters, ()) { invariant_holds_on_correct_kernels("PARAM"); }
-RC_GTEST_PROP(InvariantProperties, EveryTacticAgreesWithTheOracle, ()) { invariant_holds_on_correct_kernels("TACTIC"); }
-RC_GTEST_PROP(InvariantProperties, KernelMatchesOracleWithinDerivedBound, ()) { invariant_holds_on_correct_kernels("ORACLE"); }
+RC_GTEST_PROP(InvariantProperties, RepeatedRunsAreBitIdentical, ()) {
+  invariant_holds_on_correct_kernels("REPEAT");
+}
+RC_GTEST_PROP(InvariantProperties, ScaleAppliesExactlyOnce, ()) {
+  invariant_holds_on_correct_kernels("SCALE1");
+}
+RC_GTEST_PROP(InvariantProperties, RouterWeightMultipliesExactlyOnce, ()) {
+  invariant_holds_on_correct_kernels("WEIGHT1");
+}
+RC_GTEST_PROP(InvariantProperties, SoftmaxRoutingIsShiftInvariant, ()) {
+  invariant_holds_on_correct_kernels("SHIFT");
+}
+RC_GTEST_PROP(InvariantProperties, DuplicateIdsEqualTheMergedWeight, ()) {
+  invariant_holds_on_correct_kernels("DUP");
+}
+RC_GTEST_PROP(InvariantProperties, ZeroPaddingLeavesOutputUnchanged, ()) {
+  invariant_holds_on_correct_kernels("PAD");
+}
+RC_GTEST_PROP(InvariantProperties, GlobalScaleTransferLeavesOutputUnchanged, ()) {
+  invariant_holds_on_correct_kernels("GSCALE");
+}
+RC_GTEST_PROP(InvariantProperties, ExpertRelabelingLeavesOutputUnchanged, ()) {
+  invariant_holds_on_correct_kernels("PERM");
+}
+RC_GTEST_PROP(InvariantProperties, TokenOutputIndependentOfItsBatch, ()) {
+  invariant_holds_on_correct_kernels("BATCH");
+}
+RC_GTEST_PROP(InvariantProperties, EverySemanticParameterMatters, ()) {
+  invariant_holds_on_correct_kernels("PARAM");
+}
+RC_GTEST_PROP(InvariantProperties, EveryTacticAgreesWithTheOracle, ()) {
+  invariant_holds_on_correct_kernels("TACTIC");
+}
+RC_GTEST_PROP(InvariantProperties, KernelMatchesOracleWithinDerivedBound, ()) {
+  invariant_holds_on_correct_kernels("ORACLE");
+}
 
 }  // namespace
 }  // namespace moefuzz

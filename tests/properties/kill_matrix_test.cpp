@@ -32,9 +32,9 @@ bool env_on(const char* name) {
 TEST(KillMatrix, GreenWithinBudget) {
   KillMatrixOptions o;
   o.seed = 1;
-  o.seconds_per_mutant = 5;      // every mutant dies within a few cases; the budget only bounds a MISS
+  o.seconds_per_mutant = 5;  // every mutant dies within a few cases; the budget only bounds a MISS
   o.max_cases_per_mutant = 200;
-  o.correct_cases = 20;          // per correct kernel (15 of them); the RapidCheck suites sweep more
+  o.correct_cases = 20;  // per correct kernel (15 of them); the RapidCheck suites sweep more
   const bool skip_ovf = env_on("MOEFUZZ_SKIP_OVF_PROBE");
   o.ovf_probe = !skip_ovf;
   KillMatrix m = run_kill_matrix(o);
@@ -46,8 +46,9 @@ TEST(KillMatrix, GreenWithinBudget) {
   for (const auto& row : m.rows) {
     const bool known = kKnownGaps.count(row.mutant) > 0;
     if (known) std::cout << "KNOWN GAP " << row.mutant << ": " << kKnownGaps.at(row.mutant) << "\n";
-    EXPECT_EQ(row.killed_as_declared(), !known)
-        << row.mutant << (known ? " is now killed: remove it from kKnownGaps" : " is not killed by any invariant it declares");
+    EXPECT_EQ(row.killed_as_declared(), !known) << row.mutant
+                                                << (known ? " is now killed: remove it from kKnownGaps"
+                                                          : " is not killed by any invariant it declares");
   }
   EXPECT_TRUE(m.toothless.empty()) << "toothless invariants: " << m.toothless.size();
   for (const auto& [kernel, failures] : m.correct_failures)

@@ -57,7 +57,10 @@ TEST_P(Regression, NamedKernelStillFailsAndTwinPasses) {
   ASSERT_FALSE(twin.empty()) << "no correct kernel claims " << k->profile();
   const auto good = make_kernel(twin);
   const CaseReport ok = check_case(*good, c, {.invariants = select_invariants("all")});
-  EXPECT_FALSE(ok.failed()) << twin << " fails " << (ok.failed() ? ok.first_failure().signature() + ": " + ok.first_failure().message : "");
+  EXPECT_FALSE(ok.failed()) << twin << " fails "
+                            << (ok.failed()
+                                    ? ok.first_failure().signature() + ": " + ok.first_failure().message
+                                    : "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, Regression, ::testing::ValuesIn(regression_files()),

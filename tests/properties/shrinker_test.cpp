@@ -21,7 +21,14 @@ constexpr const char* kZ1 = "mutant/z1-rsf-twice";
 CaseRecipe deepseek_like() {
   CaseRecipe r;
   r.profile = "sglang-cutlass-fp4";
-  r.shape = {.tokens = 4, .hidden = 256, .inter = 128, .experts = 64, .top_k = 8, .n_group = 8, .topk_group = 4, .shared_experts = 1};
+  r.shape = {.tokens = 4,
+             .hidden = 256,
+             .inter = 128,
+             .experts = 64,
+             .top_k = 8,
+             .n_group = 8,
+             .topk_group = 4,
+             .shared_experts = 1};
   r.routing.mode = RoutingMode::kSigmoidGrouped;
   r.routing.routed_scaling_factor = 2.5;
   r.quant.act_scales = ActScaleMode::kPerExpert;
@@ -118,14 +125,16 @@ TEST(Shrinker, RegressionFileRoundTrips) {
   EXPECT_EQ(text.rfind("MOEFUZZ v1\n# kernel: mutant/z1-rsf-twice\n# kills: ", 0), 0u) << text;
   EXPECT_EQ(kills_named_in(text), s.signature);
   EXPECT_EQ(kernel_named_in(text), kZ1);
-  EXPECT_NE(text.find("# REPRO: moefuzz replay out.moefuzz --kernel mutant/z1-rsf-twice\n"), std::string::npos);
+  EXPECT_NE(text.find("# REPRO: moefuzz replay out.moefuzz --kernel mutant/z1-rsf-twice\n"),
+            std::string::npos);
   EXPECT_EQ(parse_recipe(text, "<test>"), s.shrunk);
 }
 
 // The real DeepSeek-V3 layer (H 7168, I 2048, 256 experts: 6.4 GB) is too large to check, so the
 // shrinker starts from its structural proxy; docs/shrinking.md records the measured time (~7 s).
 TEST(Shrinker, FullDeepSeekV3ShrinksThroughItsProxy) {
-  const CaseRecipe in = parse_recipe_file(std::string(MOEFUZZ_SOURCE_DIR) + "/corpora/examples/deepseek_v3.moefuzz", int64_t{8} << 30);
+  const CaseRecipe in = parse_recipe_file(
+      std::string(MOEFUZZ_SOURCE_DIR) + "/corpora/examples/deepseek_v3.moefuzz", int64_t{8} << 30);
   const auto k = make_kernel(kZ1);
   const ShrinkResult s = shrink_recipe(*k, in, {.seconds = 30});
   ASSERT_TRUE(s.input_failed);
