@@ -127,6 +127,11 @@ struct CaseRecipe {
   }
   // Experts that carry weights: routed then shared (shared expert j has id E + j).
   int64_t total_experts() const { return saturating_sum(shape.experts, shape.shared_experts); }
+  // Whether the selected weights are divided by their sum: the flag for top-k modes; hash routing
+  // always normalizes non-softmax scores (SPEC.md 2.5).
+  bool normalizes_weights() const {
+    return routing.mode == RoutingMode::kHash ? routing.hash_score != ScoreFunc::kSoftmax : routing.renormalize;
+  }
   // Slots per token in the kernel's top-k output: k, plus one per fused shared expert.
   int64_t slots() const {
     return saturating_sum(shape.top_k,

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/word_hash.h"
+
 namespace moefuzz {
 namespace {
 
@@ -17,38 +19,6 @@ float float_of(uint32_t b) {
   std::memcpy(&f, &b, 4);
   return f;
 }
-
-// Word-at-a-time hash with four independent lanes (a byte-wise FNV cost ~6% of every check): the
-// fingerprint only has to notice that a kernel wrote its inputs, so any change of any byte must (with
-// overwhelming probability) change it; it is not a content address.
-struct WordHash {
-  uint64_t lane[4] = {0x9E3779B97F4A7C15ull, 0xC2B2AE3D27D4EB4Full, 0x165667B19E3779F9ull,
-                      0x27D4EB2F165667C5ull};
-  static uint64_t mix(uint64_t h, uint64_t w) {
-    h ^= w * 0x9E3779B97F4A7C15ull;
-    h = (h << 27) | (h >> 37);
-    return h * 0xC2B2AE3D27D4EB4Full + 0x165667B19E3779F9ull;
-  }
-  template <class T>
-  void add(const std::vector<T>& v) {
-    const auto* p = reinterpret_cast<const unsigned char*>(v.data());
-    const size_t bytes = v.size() * sizeof(T);
-    size_t i = 0;
-    for (; i + 32 <= bytes; i += 32)
-      for (int l = 0; l < 4; ++l) {
-        uint64_t w;
-        std::memcpy(&w, p + i + 8 * l, 8);
-        lane[l] = mix(lane[l], w);
-      }
-    for (; i < bytes; i += 8) {  // the tail, one zero-padded word at a time
-      uint64_t w = 0;
-      std::memcpy(&w, p + i, bytes - i < 8 ? bytes - i : 8);
-      lane[0] = mix(lane[0], w);
-    }
-    lane[1] = mix(lane[1], bytes);
-  }
-  uint64_t value() const { return mix(mix(lane[0], lane[1]), mix(lane[2], lane[3])); }
-};
 
 }  // namespace
 

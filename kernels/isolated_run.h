@@ -31,8 +31,10 @@ enum class FaultKind : uint8_t {
   kTimeout,      // the child ran past the timeout and was killed
   kBadResult,    // the child exited without a complete, well-formed result
   kPluginError,  // the kernel itself reported an error for a case it claims to support
+  kOutOfMemory,  // the kernel ran out of (host or device) memory on a case it claims to support
+  kDeviceError,  // a CUDA error in the kernel (illegal address, device-side assert, launch failure)
 };
-// "crash", "timeout", "bad-result", "plugin-error".
+// "crash", "timeout", "bad-result", "plugin-error", "oom", "device-error".
 std::string_view fault_kind_name(FaultKind kind);
 
 // A kernel misbehaved in a way that has no output to compare: report it as a finding (exit 1),

@@ -11,6 +11,7 @@
 #include "core/bf16.h"
 #include "core/errors.h"
 #include "core/profile.h"
+#include "kernels/composed_pipeline.h"
 #include "kernels/cpu/cpu_stages.h"
 
 namespace moefuzz {
@@ -277,21 +278,6 @@ float poison_value(const RunOptions& opts) {
   return f;
 }
 
-// An id outside [0, E + shared) would make the framework's own downstream stages index out of
-// bounds; it is reported as the plugin's bad result before anything reads it.
-void require_valid_ids(const RoutingDecision& route, int64_t total_experts) {
-  for (size_t i = 0; i < route.ids.size(); ++i) {
-    if (route.ids[i] < 0 || route.ids[i] >= total_experts) {
-      throw KernelFault(FaultKind::kBadResult,
-                        "bad-result: route wrote topk_ids[token " +
-                            std::to_string(static_cast<int64_t>(i) / route.slots) + ", slot " +
-                            std::to_string(static_cast<int64_t>(i) % route.slots) +
-                            "] = " + std::to_string(route.ids[i]) + ", not an expert id in [0, " +
-                            std::to_string(total_experts) + ")");
-    }
-  }
-}
-
 std::string run_whole_layer(const LoadedPlugin& p, CaseView& view, LayerResult& res,
                             std::span<float> output) {
   const int64_t T = view.desc.tokens, H = view.desc.hidden, slots = view.desc.slots;
@@ -302,185 +288,91 @@ std::string run_whole_layer(const LoadedPlugin& p, CaseView& view, LayerResult& 
   return stage_message("layer", p.api->layer(&view.desc, &o));
 }
 
-// Rows of the layer input expanded per (token, slot), as fp32 (bf16-valued) or bf16 bits.
-std::vector<float> expanded_hidden_f32(const Case& c, int64_t slots) {
-  const int64_t T = c.recipe.shape.tokens, H = c.recipe.shape.hidden;
-  std::vector<float> v(static_cast<size_t>(T * slots * H));
-  for (int64_t row = 0; row < T * slots; ++row)
-    for (int64_t h = 0; h < H; ++h) v[row * H + h] = bf16_to_float(c.hidden[(row / slots) * H + h]);
-  return v;
-}
-std::vector<uint16_t> expanded_hidden_bf16(const Case& c, int64_t slots) {
-  const int64_t T = c.recipe.shape.tokens, H = c.recipe.shape.hidden;
-  std::vector<uint16_t> v(static_cast<size_t>(T * slots * H));
-  for (int64_t row = 0; row < T * slots; ++row)
-    std::memcpy(&v[row * H], &c.hidden[(row / slots) * H], H * sizeof(uint16_t));
-  return v;
-}
-std::vector<uint16_t> to_bf16(const std::vector<float>& x) {
-  std::vector<uint16_t> v(x.size());
-  for (size_t i = 0; i < x.size(); ++i) v[i] = bf16_from_float(x[i]);
-  return v;
-}
-
-// The plugin's quantizer on rows [R, K] with each row's expert's global scale.
-std::string plugin_quantize(const LoadedPlugin& p, const CaseView& view, const std::vector<float>& input,
-                            int64_t K, const std::vector<float>& row_scale, QuantizedRows& q) {
-  const int64_t R = static_cast<int64_t>(row_scale.size());
-  q.rows = R;
-  q.cols = K;
-  q.packed.assign(static_cast<size_t>(R * K / 2), 0);
-  q.scales.assign(static_cast<size_t>(R * K / kNvfp4BlockSize), 0x7F);  // E4M3 NaN: an unwritten scale shows
-  moefuzz_tensor in = make_tensor(input.data(), MOEFUZZ_DTYPE_F32, {R, K});
-  moefuzz_tensor gs = make_tensor(row_scale.data(), MOEFUZZ_DTYPE_F32, {R});
-  moefuzz_tensor codes = make_tensor(q.packed.data(), MOEFUZZ_DTYPE_FP4X2, {R, K / 2});
-  moefuzz_tensor scales = make_tensor(q.scales.data(), MOEFUZZ_DTYPE_E4M3, {R, K / kNvfp4BlockSize});
-  return stage_message("quantize", p.api->quantize(&view.desc, &in, &gs, &codes, &scales));
-}
-
-// Activation operands of a GEMM: NVFP4 rows, or bf16 rows for W4A16 (a_scales NONE).
+// A GEMM's activation operand as ABI tensors: NVFP4 rows, or bf16 rows (a_scales NONE).
 struct GemmOperand {
   moefuzz_tensor codes{};
   moefuzz_tensor scales{};
-  std::vector<uint16_t> bf16_storage;
 };
-GemmOperand gemm_operand(const std::optional<QuantizedRows>& q, std::vector<uint16_t> bf16_rows, int64_t R,
-                         int64_t K) {
-  GemmOperand a;
-  if (q) {
-    a.codes = make_tensor(q->packed.data(), MOEFUZZ_DTYPE_FP4X2, {R, K / 2});
-    a.scales = make_tensor(q->scales.data(), MOEFUZZ_DTYPE_E4M3, {R, K / kNvfp4BlockSize});
+GemmOperand gemm_operand(const GemmInput& a) {
+  GemmOperand t;
+  if (a.nvfp4 != nullptr) {
+    t.codes = make_tensor(a.nvfp4->packed.data(), MOEFUZZ_DTYPE_FP4X2, {a.rows, a.cols / 2});
+    t.scales = make_tensor(a.nvfp4->scales.data(), MOEFUZZ_DTYPE_E4M3, {a.rows, a.cols / kNvfp4BlockSize});
   } else {
-    a.bf16_storage = std::move(bf16_rows);
-    a.codes = make_tensor(a.bf16_storage.data(), MOEFUZZ_DTYPE_BF16, {R, K});
+    t.codes = make_tensor(a.bf16.data(), MOEFUZZ_DTYPE_BF16, {a.rows, a.cols});
   }
-  return a;
+  return t;
 }
 
-std::string run_composed(const LoadedPlugin& p, const Profile& profile, const Case& c, CaseView& view,
-                         const RunOptions& opts, LayerResult& res, std::span<float> output) {
-  const CaseRecipe& r = c.recipe;
-  const int64_t T = r.shape.tokens, H = r.shape.hidden, I = r.shape.inter, slots = r.slots(),
-                rows = T * slots;
-  const float poison = poison_value(opts);
-  // The CPU stages run tactic 0: the plugin's tactics are the plugin's, the CPU part is fixed.
-  RunOptions cpu_opts = opts;
-  cpu_opts.tactic = 0;
-  const cpu::CpuConfig cfg = cpu::make_cpu_config(r, profile, cpu_opts);
-  std::string err;
-
-  RoutingDecision route;
-  if (p.implements(MOEFUZZ_STAGE_ROUTE)) {
-    route.tokens = T;
-    route.slots = slots;
-    route.ids.assign(static_cast<size_t>(rows), -1);
-    route.weights.assign(static_cast<size_t>(rows), poison);
-    moefuzz_tensor ids = make_tensor(route.ids.data(), MOEFUZZ_DTYPE_I32, {T, slots});
-    moefuzz_tensor w = make_tensor(route.weights.data(), MOEFUZZ_DTYPE_F32, {T, slots});
-    if (!(err = stage_message("route", p.api->route(&view.desc, &ids, &w))).empty()) return err;
-    require_valid_ids(route, r.total_experts());
-  } else {
-    route = cpu::cpu_route(c, cfg);
-  }
-  res.routing = route;
-
-  const bool plugin_quantizes = p.implements(MOEFUZZ_STAGE_QUANTIZE) && cfg.w4a4;
-  std::vector<float> a1(static_cast<size_t>(rows)), a2(static_cast<size_t>(rows));
-  for (int64_t i = 0; i < rows; ++i) {
-    a1[i] = c.a1_scale_for(route.ids[i]);
-    a2[i] = c.a2_scale_for(route.ids[i]);
-  }
-
-  std::optional<QuantizedRows> fc1;
-  if (plugin_quantizes) {
-    fc1.emplace();
-    if (!(err = plugin_quantize(p, view, expanded_hidden_f32(c, slots), H, a1, *fc1)).empty()) return err;
-  } else {
-    fc1 = cpu::cpu_quantize_activations(c, route, cfg);
-  }
-  res.fc1_input = fc1;
-
-  std::vector<float> g1;
-  if (p.implements(MOEFUZZ_STAGE_GEMM1)) {
-    g1.assign(static_cast<size_t>(rows * 2 * I), poison);
-    GemmOperand a =
-        gemm_operand(fc1, fc1 ? std::vector<uint16_t>() : expanded_hidden_bf16(c, slots), rows, H);
-    moefuzz_tensor ids = make_tensor(route.ids.data(), MOEFUZZ_DTYPE_I32, {T, slots});
-    moefuzz_tensor out = make_tensor(g1.data(), MOEFUZZ_DTYPE_F32, {rows, 2 * I});
-    if (!(err = stage_message("gemm1", p.api->gemm1(&view.desc, &ids, &a.codes, &a.scales, &out))).empty())
-      return err;
-  } else {
-    g1 = cpu::cpu_gemm1(c, route, fc1, cfg);
-  }
-  res.gemm1 = g1;
-
-  std::vector<float> act;
-  if (p.implements(MOEFUZZ_STAGE_ACTIVATION)) {
-    act.assign(static_cast<size_t>(rows * I), poison);
-    moefuzz_tensor in = make_tensor(g1.data(), MOEFUZZ_DTYPE_F32, {rows, 2 * I});
-    moefuzz_tensor out = make_tensor(act.data(), MOEFUZZ_DTYPE_F32, {rows, I});
-    if (!(err = stage_message("activation", p.api->activation(&view.desc, &in, &out))).empty()) return err;
-  } else {
-    act = cpu::cpu_activation(g1, rows, cfg);
-  }
-  res.activation = act;
-
-  std::optional<QuantizedRows> fc2;
-  if (plugin_quantizes) {
-    fc2.emplace();
-    if (!(err = plugin_quantize(p, view, act, I, a2, *fc2)).empty()) return err;
-  } else {
-    fc2 = cpu::cpu_quantize_fc2_input(c, route, act, cfg);
-  }
-  res.fc2_input = fc2;
-
-  std::vector<float> g2;
-  if (p.implements(MOEFUZZ_STAGE_GEMM2)) {
-    g2.assign(static_cast<size_t>(rows * H), poison);
-    GemmOperand a = gemm_operand(fc2, fc2 ? std::vector<uint16_t>() : to_bf16(act), rows, I);
-    moefuzz_tensor ids = make_tensor(route.ids.data(), MOEFUZZ_DTYPE_I32, {T, slots});
-    moefuzz_tensor out = make_tensor(g2.data(), MOEFUZZ_DTYPE_F32, {rows, H});
-    if (!(err = stage_message("gemm2", p.api->gemm2(&view.desc, &ids, &a.codes, &a.scales, &out))).empty())
-      return err;
-  } else {
-    g2 = cpu::cpu_gemm2(c, route, fc2, act, cfg);
-  }
-  res.gemm2 = g2;
-
-  res.shared_output = cpu::cpu_shared_experts(c, cfg);
-  if (p.implements(MOEFUZZ_STAGE_COMBINE)) {
-    moefuzz_tensor in = make_tensor(g2.data(), MOEFUZZ_DTYPE_F32, {rows, H});
-    moefuzz_tensor ids = make_tensor(route.ids.data(), MOEFUZZ_DTYPE_I32, {T, slots});
-    moefuzz_tensor w = make_tensor(route.weights.data(), MOEFUZZ_DTYPE_F32, {T, slots});
-    moefuzz_tensor out = make_tensor(output.data(), MOEFUZZ_DTYPE_F32, {T, H});
-    if (!(err = stage_message("combine", p.api->combine(&view.desc, &in, &ids, &w, &out))).empty())
-      return err;
-    // The separate shared-expert add belongs to the model, not the combine kernel: the same bf16
-    // add the CPU combine performs (cpu_stages.h, cpu_combine).
-    if (!res.shared_output.empty()) {
-      for (size_t i = 0; i < output.size(); ++i) {
-        const float sum = output[i] + res.shared_output[i];
-        output[i] = cfg.bf16_output ? round_to_bf16(sum) : sum;
-      }
+// The plugin's stage functions behind the composition seam (kernels/composed_pipeline.h).
+class PluginStages : public ExternalStages {
+ public:
+  PluginStages(const LoadedPlugin& p, CaseView& view) : p_(p), view_(view) {}
+  bool implements(Stage s) const override {
+    switch (s) {
+      case Stage::kRoute:
+        return p_.implements(MOEFUZZ_STAGE_ROUTE);
+      case Stage::kQuantize:
+        return p_.implements(MOEFUZZ_STAGE_QUANTIZE);
+      case Stage::kGemm1:
+        return p_.implements(MOEFUZZ_STAGE_GEMM1);
+      case Stage::kActivation:
+        return p_.implements(MOEFUZZ_STAGE_ACTIVATION);
+      case Stage::kGemm2:
+        return p_.implements(MOEFUZZ_STAGE_GEMM2);
+      case Stage::kCombine:
+        return p_.implements(MOEFUZZ_STAGE_COMBINE);
     }
-  } else {
-    cpu::cpu_combine(g2, route, res.shared_output, cfg, output);
+    return false;
   }
-  return "";
-}
+  std::string route(RoutingDecision& r) override {
+    moefuzz_tensor ids = make_tensor(r.ids.data(), MOEFUZZ_DTYPE_I32, {r.tokens, r.slots});
+    moefuzz_tensor w = make_tensor(r.weights.data(), MOEFUZZ_DTYPE_F32, {r.tokens, r.slots});
+    return stage_message("route", p_.api->route(&view_.desc, &ids, &w));
+  }
+  std::string quantize(std::span<const float> input, int64_t K, std::span<const float> row_scale,
+                       QuantizedRows& q) override {
+    const int64_t R = static_cast<int64_t>(row_scale.size());
+    moefuzz_tensor in = make_tensor(input.data(), MOEFUZZ_DTYPE_F32, {R, K});
+    moefuzz_tensor gs = make_tensor(row_scale.data(), MOEFUZZ_DTYPE_F32, {R});
+    moefuzz_tensor codes = make_tensor(q.packed.data(), MOEFUZZ_DTYPE_FP4X2, {R, K / 2});
+    moefuzz_tensor scales = make_tensor(q.scales.data(), MOEFUZZ_DTYPE_E4M3, {R, K / kNvfp4BlockSize});
+    return stage_message("quantize", p_.api->quantize(&view_.desc, &in, &gs, &codes, &scales));
+  }
+  std::string gemm1(const RoutingDecision& r, const GemmInput& a, std::span<float> out) override {
+    return gemm(MOEFUZZ_STAGE_GEMM1, r, a, out);
+  }
+  std::string activation(std::span<const float> g1, int64_t rows, std::span<float> out) override {
+    const int64_t I = view_.desc.inter;
+    moefuzz_tensor in = make_tensor(g1.data(), MOEFUZZ_DTYPE_F32, {rows, 2 * I});
+    moefuzz_tensor o = make_tensor(out.data(), MOEFUZZ_DTYPE_F32, {rows, I});
+    return stage_message("activation", p_.api->activation(&view_.desc, &in, &o));
+  }
+  std::string gemm2(const RoutingDecision& r, const GemmInput& a, std::span<float> out) override {
+    return gemm(MOEFUZZ_STAGE_GEMM2, r, a, out);
+  }
+  std::string combine(std::span<const float> g2, const RoutingDecision& r, std::span<float> output) override {
+    const int64_t T = r.tokens, H = view_.desc.hidden;
+    moefuzz_tensor in = make_tensor(g2.data(), MOEFUZZ_DTYPE_F32, {T * r.slots, H});
+    moefuzz_tensor ids = make_tensor(r.ids.data(), MOEFUZZ_DTYPE_I32, {T, r.slots});
+    moefuzz_tensor w = make_tensor(r.weights.data(), MOEFUZZ_DTYPE_F32, {T, r.slots});
+    moefuzz_tensor o = make_tensor(output.data(), MOEFUZZ_DTYPE_F32, {T, H});
+    return stage_message("combine", p_.api->combine(&view_.desc, &in, &ids, &w, &o));
+  }
 
-double timeout_from_env(double fallback_s) {
-  const char* env = std::getenv("MOEFUZZ_PLUGIN_TIMEOUT_S");
-  if (env == nullptr || *env == '\0') return fallback_s;
-  char* end = nullptr;
-  const double s = std::strtod(env, &end);
-  // Bounds: 1 ms is the resolution of the timeout; beyond a day the value is a typo.
-  if (end == env || *end != '\0' || !(s >= 0.001) || s > 86400) {
-    throw InputError(std::string("MOEFUZZ_PLUGIN_TIMEOUT_S='") + env +
-                     "': expected seconds in [0.001, 86400]");
+ private:
+  std::string gemm(uint32_t which, const RoutingDecision& r, const GemmInput& a, std::span<float> out) {
+    GemmOperand op = gemm_operand(a);
+    moefuzz_tensor ids = make_tensor(r.ids.data(), MOEFUZZ_DTYPE_I32, {r.tokens, r.slots});
+    const int64_t N = static_cast<int64_t>(out.size()) / a.rows;
+    moefuzz_tensor o = make_tensor(out.data(), MOEFUZZ_DTYPE_F32, {a.rows, N});
+    if (which == MOEFUZZ_STAGE_GEMM1)
+      return stage_message("gemm1", p_.api->gemm1(&view_.desc, &ids, &op.codes, &op.scales, &o));
+    return stage_message("gemm2", p_.api->gemm2(&view_.desc, &ids, &op.codes, &op.scales, &o));
   }
-  return s;
-}
+  const LoadedPlugin& p_;
+  CaseView& view_;
+};
 
 }  // namespace
 
@@ -557,8 +449,13 @@ void PluginKernel::run_layer(const Case& c, const RunOptions& opts, LayerResult&
         res.routing.slots = r.slots();
         res.routing.ids.assign(static_cast<size_t>(rows), -1);
         res.routing.weights.assign(static_cast<size_t>(rows), poison);
-        const std::string err = profile ? run_composed(*plugin_, *profile, c, view, opts, res, y)
-                                        : run_whole_layer(*plugin_, view, res, y);
+        std::string err;
+        if (profile != nullptr) {
+          PluginStages stages(*plugin_, view);
+          err = run_composed(*profile, c, opts, stages, res, y);
+        } else {
+          err = run_whole_layer(*plugin_, view, res, y);
+        }
         if (!err.empty()) return err;
         serialize(w, res, y_with_band);
         return std::string();
@@ -567,6 +464,18 @@ void PluginKernel::run_layer(const Case& c, const RunOptions& opts, LayerResult&
   out = LayerResult{};
   out.output = std::move(kept_output);
   deserialize(bytes, sizes, r, what, out, y_with_band);
+}
+
+std::chrono::milliseconds kernel_timeout_from_env(std::chrono::milliseconds fallback) {
+  const char* env = std::getenv("MOEFUZZ_PLUGIN_TIMEOUT_S");
+  if (env == nullptr || *env == '\0') return fallback;
+  char* end = nullptr;
+  const double s = std::strtod(env, &end);
+  // Bounds: 1 ms is the resolution of the timeout; beyond a day the value is a typo.
+  if (end == env || *end != '\0' || !(s >= 0.001) || s > 86400) {
+    throw InputError(std::string("MOEFUZZ_PLUGIN_TIMEOUT_S='") + env + "': expected seconds in [0.001, 86400]");
+  }
+  return std::chrono::milliseconds(static_cast<int64_t>(s * 1000.0));
 }
 
 bool looks_like_plugin_path(const std::string& s) {
@@ -579,8 +488,7 @@ std::unique_ptr<Kernel> make_plugin_kernel(const std::string& path, PluginKernel
 
 std::unique_ptr<Kernel> make_plugin_kernel(const std::string& path) {
   PluginKernelOptions options;
-  const double default_s = std::chrono::duration<double>(options.timeout).count();
-  options.timeout = std::chrono::milliseconds(static_cast<int64_t>(timeout_from_env(default_s) * 1000.0));
+  options.timeout = kernel_timeout_from_env(options.timeout);
   return make_plugin_kernel(path, options);
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 
 #include "core/case.h"
 #include "core/value_profiles.h"
@@ -153,15 +154,26 @@ KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
   }
   const rc::Gen<CaseRecipe> gen = gen::recipe_for(o.shapes);
 
+  // The registry's mutants (all, or those named), then named kernels from outside the registry (a
+  // plugin path, a py: kernel) that declare expected killers: users score their own mutants too.
+  std::vector<std::pair<std::string, std::function<std::unique_ptr<Kernel>()>>> mutants;
   for (const auto& entry : kernel_registry()) {
     const bool is_mutant = entry.kind == KernelKind::kMutant || (entry.kind == KernelKind::kComposition &&
                                                                  !entry.make()->expected_killers().empty());
     if (!is_mutant) continue;
     if (!o.mutants.empty() && std::find(o.mutants.begin(), o.mutants.end(), entry.name) == o.mutants.end())
       continue;
-    const auto kernel = entry.make();
+    mutants.emplace_back(entry.name, entry.make);
+  }
+  for (const std::string& name : o.mutants) {
+    const auto& reg = kernel_registry();
+    if (std::none_of(reg.begin(), reg.end(), [&](const KernelEntry& e) { return e.name == name; }))
+      mutants.emplace_back(name, [name] { return make_kernel(name); });
+  }
+  for (const auto& [mutant_name, make] : mutants) {
+    const auto kernel = make();
     MutantRow row;
-    row.mutant = entry.name;
+    row.mutant = mutant_name;
     row.expected = kernel->expected_killers();
     const auto start = std::chrono::steady_clock::now();
     // Expensive invariants (OVF's 2^31 probe, DRIFT's many layers) run once each, and only for

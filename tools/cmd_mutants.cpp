@@ -29,11 +29,18 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--json", json, "Write the matrix as JSON here");
   cmd->callback([&exit_code] {
     // An unknown --mutant would silently select nothing: name it and exit 2 like every bad input.
+    // A plugin path or py: kernel is loaded (InputError if it cannot be) and must declare what kills it.
     for (const auto& name : o.mutants) {
       const auto& reg = kernel_registry();
-      if (std::none_of(reg.begin(), reg.end(),
-                       [&](const KernelEntry& e) { return e.name == name && e.kind == KernelKind::kMutant; }))
-        throw InputError(fmt::format("--mutant: unknown mutant '{}' (moefuzz list shows them)", name));
+      if (std::any_of(reg.begin(), reg.end(),
+                      [&](const KernelEntry& e) { return e.name == name && e.kind == KernelKind::kMutant; }))
+        continue;
+      if (std::any_of(reg.begin(), reg.end(), [&](const KernelEntry& e) { return e.name == name; }) ||
+          make_kernel(name)->expected_killers().empty())
+        throw InputError(fmt::format(
+            "--mutant: '{}' is not a mutant (a registry mutant, or a plugin / py: kernel that declares the "
+            "invariants expected to kill it)",
+            name));
     }
     const KillMatrix m = run_kill_matrix(o);
     std::cout << format_kill_matrix(m);
