@@ -83,6 +83,12 @@ Io read_all(int fd, void* data, size_t n, Clock::time_point deadline) {
   return Io::kOk;
 }
 
+std::string seconds_text(std::chrono::milliseconds t) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", static_cast<double>(t.count()) / 1000.0);
+  return buf;
+}
+
 std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0' ? std::string(v) : fallback;
@@ -203,7 +209,7 @@ void PythonWorker::start() {
   const Io io = read_all(fd_, &head, sizeof head, deadline);
   if (io == Io::kTimeout) {
     stop();
-    throw InputError("Python kernel '" + options_.spec + "': the worker did not start within " +
+    throw InputError("Python kernel 'py:" + options_.spec + "': the worker did not start within " +
                      std::to_string(options_.start_timeout.count() / 1000) + " s; its output:\n" + log_tail());
   }
   std::string header;
@@ -214,7 +220,7 @@ void PythonWorker::start() {
   if (header.empty()) {
     const std::string tail = log_tail();
     stop();
-    throw InputError("Python kernel '" + options_.spec + "': the worker (" + options_.python +
+    throw InputError("Python kernel 'py:" + options_.spec + "': the worker (" + options_.python +
                      " -m moefuzz.worker) did not start" + (tail.empty() ? std::string(".") : "; its output:\n" + tail) +
                      "\n(MOEFUZZ_PYTHON selects the interpreter; the moefuzz package must be importable: pip "
                      "install ./python, or run from a source build)");
@@ -223,7 +229,7 @@ void PythonWorker::start() {
     hello_ = nlohmann::json::parse(header);
   } catch (const std::exception& e) {
     stop();
-    throw InputError("Python kernel '" + options_.spec + "': malformed greeting from the worker: " + e.what());
+    throw InputError("Python kernel 'py:" + options_.spec + "': malformed greeting from the worker: " + e.what());
   }
 }
 
@@ -263,7 +269,7 @@ void PythonWorker::fail_dead(const std::string& during) {
   pid_t r = 0;
   for (int i = 0; i < 200 && (r = waitpid(pid_, &status, WNOHANG)) == 0; ++i) usleep(5000);
   const std::string tail = log_tail();
-  const std::string what = "Python kernel '" + options_.spec + "'";
+  const std::string what = "Python kernel 'py:" + options_.spec + "'";
   pid_t dead = pid_;
   if (r == 0) {
     stop();  // still alive but the channel is broken: kill it
@@ -296,9 +302,8 @@ WorkerMessage PythonWorker::request(const WorkerMessage& message, std::chrono::m
   const auto timed_out = [&]() {
     stop();
     throw KernelFault(FaultKind::kTimeout,
-                      "Python kernel '" + options_.spec + "': timeout: no reply to '" + op + "' within " +
-                          std::to_string(static_cast<double>(timeout.count()) / 1000.0) +
-                          " s (MOEFUZZ_PLUGIN_TIMEOUT_S); the worker was killed",
+                      "Python kernel 'py:" + options_.spec + "': timeout: no reply to '" + op + "' within " +
+                          seconds_text(timeout) + " s (MOEFUZZ_PLUGIN_TIMEOUT_S); the worker was killed",
                       0, static_cast<double>(timeout.count()) / 1000.0);
   };
 
@@ -314,7 +319,7 @@ WorkerMessage PythonWorker::request(const WorkerMessage& message, std::chrono::m
   io = read_all(fd_, &in, sizeof in, deadline);
   if (io == Io::kTimeout) timed_out();
   if (io == Io::kClosed) fail_dead("'" + op + "'");
-  const std::string what = "Python kernel '" + options_.spec + "'";
+  const std::string what = "Python kernel 'py:" + options_.spec + "'";
   if (in.magic != kMagic || in.header_bytes > kMaxHeaderBytes || in.payload_bytes > max_reply_bytes) {
     stop();
     throw KernelFault(FaultKind::kBadResult,

@@ -11,6 +11,7 @@ PACKAGES=(
   libboost-dev                                 # Boost.Multiprecision (header-only)
   libcli11-dev libfmt-dev nlohmann-json3-dev
   gnuplot-nox                                  # drift plots
+  python3 python3-venv                         # Python kernels (py:) and their tests (scripts/python-env.sh)
   git ca-certificates
 )
 missing=()

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The whole test suite on a fresh machine: installs what is missing, builds, runs ctest, then the
+# The whole test suite on a fresh machine: installs what is missing, builds, makes the Python test
+# environment (scripts/python-env.sh: numpy, pytest, the moefuzz package from python/), runs ctest, then the
 # fuzzing gate scripts/fuzz-ci.sh (fuzz preset: clang + libFuzzer + ASan/UBSan; docs/fuzzing.md).
 # Both always run; the exit status is non-zero if either failed, and the last line says which.
 # Cold on 2 cores: ~7 min release build + ctest, ~5 min fuzz gate.
@@ -9,6 +10,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh || exit 1
 scripts/build.sh release || exit 1
+scripts/python-env.sh || exit 1   # build/python-venv for the Python bridge tests (ctest label python)
 (cd build/release && ctest --output-on-failure -j "${MOEFUZZ_JOBS:-$(nproc)}" --timeout 900)
 ctest_rc=$?
 fuzz="skipped (MOEFUZZ_SKIP_FUZZ_CI=1)"

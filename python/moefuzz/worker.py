@@ -164,11 +164,11 @@ class Worker:
             self.kernel, self.desc = describe_kernel(obj, default_name=attr)
             self.convert = TensorConverter(self.desc["tensors"], self.desc["device"])
         except KernelSpecError as exc:
-            wire.send(self.sock, {"error": f"Python kernel '{self.spec}': {exc}"})
+            wire.send(self.sock, {"error": f"Python kernel 'py:{self.spec}': {exc}"})
             return False
         except BaseException as exc:  # noqa: BLE001 - an import that fails in any way is bad input
             tb = traceback.format_exc(limit=8)
-            wire.send(self.sock, {"error": f"Python kernel '{self.spec}': cannot load {self.spec}: "
+            wire.send(self.sock, {"error": f"Python kernel 'py:{self.spec}': cannot load {self.spec}: "
                                            f"{type(exc).__name__}: {exc}\n{tb}"})
             return False
         versions = {"python": sys.version.split()[0], "numpy": np.__version__}
@@ -179,9 +179,14 @@ class Worker:
 
     # ---- requests ---------------------------------------------------------------------------------------
     def serve(self) -> None:
+        trace = os.environ.get("MOEFUZZ_WORKER_TRACE")  # one line per request, for tests and debugging
         while True:
             header, tensors = wire.recv(self.sock)
             op = header.get("op")
+            if trace:
+                with open(trace, "a") as f:
+                    f.write(f"{os.getpid()} {op} {header.get('kind') or header.get('stage') or ''} "
+                            f"{header.get('key') or header.get('weights') or ''}\n")
             if op == "supports":
                 self.reply_supports(header)
             elif op == "put":
