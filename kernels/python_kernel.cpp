@@ -1,6 +1,8 @@
 #include "kernels/python_kernel.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <regex>
@@ -232,6 +234,15 @@ class PythonKernel : public Kernel {
       : spec_(std::move(spec)), timeout_(timeout), worker_({.spec = std::move(target)}) {
     describe(worker_.hello());
   }
+  ~PythonKernel() override {
+    const char* env = std::getenv("MOEFUZZ_BRIDGE_STATS");
+    if (env != nullptr && std::string(env) == "1")
+      std::fprintf(stderr,
+                   "python bridge %s: %lld requests, %d worker start(s), %.3f s round trips, %.3f s in the kernel, "
+                   "%.3f s bridge\n",
+                   spec_.c_str(), static_cast<long long>(stats_.requests), worker_.starts(), stats_.round_trip_s,
+                   stats_.kernel_s, stats_.round_trip_s - stats_.kernel_s);
+  }
   std::string name() const override { return info_.name; }
   std::string profile() const override { return info_.profile; }
   std::string description() const override {
@@ -335,7 +346,12 @@ class PythonKernel : public Kernel {
 
   WorkerMessage call(const WorkerMessage& m, size_t max_reply_bytes) const {
     const int starts = worker_.starts();
+    const auto t0 = std::chrono::steady_clock::now();
     WorkerMessage reply = worker_.request(m, timeout_, max_reply_bytes);
+    stats_.round_trip_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ++stats_.requests;
+    if (reply.header.contains("kernel_seconds") && reply.header["kernel_seconds"].is_number())
+      stats_.kernel_s += reply.header["kernel_seconds"].get<double>();
     if (worker_.starts() != starts) check_same_kernel();
     return reply;
   }
@@ -428,6 +444,13 @@ class PythonKernel : public Kernel {
   }
 
   friend class PythonStages;
+  // Where the time of the bridge goes (MOEFUZZ_BRIDGE_STATS=1 prints it when the kernel is destroyed):
+  // round trips include the kernel's own time, which the worker measures; the rest is the bridge.
+  struct BridgeStats {
+    int64_t requests = 0;
+    double round_trip_s = 0, kernel_s = 0;
+  };
+  mutable BridgeStats stats_;
   std::string spec_;
   std::chrono::milliseconds timeout_;
   mutable PythonWorker worker_;

@@ -136,6 +136,19 @@ PythonWorker::PythonWorker(PythonWorkerOptions options) : options_(std::move(opt
 }
 
 PythonWorker::~PythonWorker() {
+  // Closing the channel lets the worker leave on its own (flushing what it writes at exit); a worker
+  // busy in a kernel gets a moment, then SIGKILL.
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+  for (int i = 0; i < 100 && pid_ > 0; ++i) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      kill(-pid_, SIGKILL);  // anything it started
+      pid_ = -1;
+      break;
+    }
+    usleep(5000);
+  }
   stop();
   if (!log_path_.empty()) unlink(log_path_.c_str());
 }
@@ -309,9 +322,14 @@ WorkerMessage PythonWorker::request(const WorkerMessage& message, std::chrono::m
 
   const std::string header = message.header.dump();
   const FrameHead out{kMagic, static_cast<uint32_t>(header.size()), message.payload.size()};
-  Io io = write_all(fd_, &out, sizeof out, deadline);
-  if (io == Io::kOk) io = write_all(fd_, header.data(), header.size(), deadline);
-  if (io == Io::kOk) io = write_all(fd_, message.payload.data(), message.payload.size(), deadline);
+  // Head and header in one write (one wake-up of the worker per message); the payload follows.
+  // A small payload joins them (the copy costs less than the second wake-up); a large one is sent in place.
+  std::string head(reinterpret_cast<const char*>(&out), sizeof out);
+  head += header;
+  const bool join = message.payload.size() <= (size_t{64} << 10);
+  if (join) head.append(reinterpret_cast<const char*>(message.payload.data()), message.payload.size());
+  Io io = write_all(fd_, head.data(), head.size(), deadline);
+  if (io == Io::kOk && !join) io = write_all(fd_, message.payload.data(), message.payload.size(), deadline);
   if (io == Io::kTimeout) timed_out();
   if (io == Io::kClosed) fail_dead("'" + op + "'");
 

@@ -607,7 +607,10 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
         const double pm = std::max(std::fabs(prod.lo), std::fabs(prod.hi));
         // The fp32 product's own rounding.
         prod = {prod.lo - kFp32Unit * pm - kUnderflowFloor, prod.hi + kFp32Unit * pm + kUnderflowFloor};
-        if (p.combine == CombineAccum::kBf16Atomics || p.combine == CombineAccum::kBf16Products)
+        // bf16 products: the atomics' and cutlass_moe_fp4's bf16(w * y), and SGLang Triton's GEMM2 epilogue
+        // (MUL_ROUTED_WEIGHT: the fp32 accumulator times the fp32 weight, stored as bf16 for moe_sum_reduce).
+        if (p.combine == CombineAccum::kBf16Atomics || p.combine == CombineAccum::kBf16Products ||
+            p.combine == CombineAccum::kBf16EpilogueProducts)
           prod = round_to_bf16(prod);
         lo += prod.lo;
         hi += prod.hi;

@@ -139,7 +139,7 @@ class NumpyStages:
                 w = topk_weights[:, s:s + 1].astype(f32)
                 if mode == "bf16_products":
                     term = formats.round_to_bf16((y[:, s, :] * formats.round_to_bf16(w)).astype(f32))
-                elif mode == "bf16_atomics":
+                elif mode in ("bf16_atomics", "bf16_epilogue_products"):
                     term = formats.round_to_bf16((w * y[:, s, :]).astype(f32))
                 else:
                     term = (w * y[:, s, :]).astype(f32)

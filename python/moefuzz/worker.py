@@ -22,6 +22,7 @@ import os
 import socket
 import sys
 import threading
+import time
 import traceback
 
 import numpy as np
@@ -244,9 +245,11 @@ class Worker:
         case = Case(cfg, inputs[1], weights[1], self.convert, hidden_bits)
         args = [self.convert(*tensors[n]) if n in tensors else None for n in _STAGE_ARGS[stage]]
         fn = getattr(self.kernel, stage)
+        start = time.perf_counter()
         try:
             result = fn(case, *args)
             self.synchronize()
+            self.kernel_seconds = time.perf_counter() - start
             out = _normalize(stage, cfg, tensors, result)
         except BadResult as exc:
             self.fail("bad-result", str(exc))
@@ -260,7 +263,7 @@ class Worker:
             self.weights.pop(header.get("weights"), None)
             self.fail("bad-result", f"{stage} modified its input tensor(s) in place: {', '.join(modified)}")
             return
-        wire.send(self.sock, {"ok": True}, out)
+        wire.send(self.sock, {"ok": True, "kernel_seconds": self.kernel_seconds}, out)
 
     def synchronize(self) -> None:
         # Asynchronous CUDA errors surface here, attributed to the call that caused them.
@@ -300,8 +303,6 @@ def _bits_of(t) -> bytes:
 def _watch_parent(parent: int) -> None:
     # moefuzz died (even by SIGKILL): leave. The socket's EOF covers most cases; this covers a kernel stuck
     # in a long computation that never reads it.
-    import time
-
     while True:
         time.sleep(1.0)
         if os.getppid() != parent:
@@ -318,10 +319,20 @@ def main(argv=None) -> int:
     worker = Worker(args.kernel, sock)
     if not worker.greet():
         return 0
+    profile_path = os.environ.get("MOEFUZZ_WORKER_PROFILE")  # cProfile statistics of the worker, for tuning
+    profiler = None
+    if profile_path:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
     try:
         worker.serve()
     except wire.ChannelClosed:
-        return 0
+        pass
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(profile_path)
     return 0
 
 

@@ -276,7 +276,8 @@ TEST(BoundsSoundness, MirrorKernelsNeverExceedTheBound) {
           const float y = ys[static_cast<size_t>(sl)][static_cast<size_t>(o)];
           if (p.combine == CombineAccum::kBf16Products) w = round_to_bf16(w);
           float prod = w * y;
-          if (p.combine == CombineAccum::kBf16Atomics || p.combine == CombineAccum::kBf16Products)
+          if (p.combine == CombineAccum::kBf16Atomics || p.combine == CombineAccum::kBf16Products ||
+              p.combine == CombineAccum::kBf16EpilogueProducts)
             prod = round_to_bf16(prod);
           terms.push_back(prod);
         }
