@@ -23,7 +23,7 @@ const Verdict& CaseReport::first_failure() const {
 CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   CaseReport rep;
-  CheckContext ctx(kernel, c, options.run);
+  CheckContext ctx(kernel, c, options.run, options.profile);
   for (const Invariant* inv : options.invariants) {
     const std::string why_not = inv->applies(kernel, c.recipe);
     if (!why_not.empty()) {

@@ -22,6 +22,9 @@ namespace moefuzz {
 struct CheckOptions {
   std::vector<const Invariant*> invariants;
   RunOptions run;
+  // The contract the oracle and every invariant check against: "" = the kernel's claimed profile;
+  // another name answers "would this kernel be correct under that contract?" (moefuzz check --profile).
+  std::string profile;
   bool stop_at_first_failure = false;
 };
 
