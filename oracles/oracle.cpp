@@ -1,7 +1,7 @@
 #include "oracles/oracle.h"
 
 #include "oracles/layer_ref.h"
-#include "oracles/routing_ref.h"
+#include "oracles/stages/route.h"
 
 namespace moefuzz {
 
@@ -13,20 +13,14 @@ const StageExpectation* OracleEvaluation::stage(const std::string& name) const {
 
 OracleEvaluation evaluate(const Case& c, const Profile& p, const LayerResult& kernel) {
   OracleEvaluation ev;
-  const RoutingCheck rc = check_routing(c, p, kernel.routing);
-  if (!rc.verdict.passed()) {
-    ev.admissibility = rc.verdict;
+  stages::RouteStage route = stages::route(c, p, kernel.routing);
+  if (!route.admissibility.passed()) {
+    ev.admissibility = route.admissibility;
     return ev;
   }
-  StageExpectation route;
-  route.stage = "route";
-  route.rows = kernel.routing.tokens;
-  route.cols = kernel.routing.slots;
-  route.expected = rc.expected_weights;
-  route.bound = rc.weight_bounds;
   LayerReference ref = reference_layer(c, p, kernel.routing, &kernel);
   ev.admissibility = ref.admissibility;
-  ev.stages.push_back(std::move(route));
+  ev.stages.push_back(std::move(route.weights));
   for (auto& s : ref.stages) ev.stages.push_back(std::move(s));
   return ev;
 }
