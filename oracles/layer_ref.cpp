@@ -5,6 +5,7 @@
 #include <span>
 #include <string>
 
+#include "core/elementwise_compare.h"
 #include "core/errors.h"
 #include "oracles/stages/activation.h"
 #include "oracles/stages/combine.h"
@@ -105,15 +106,13 @@ Verdict compare_stage(const StageExpectation& expected, std::span<const float> g
                          "kernel " + expected.stage + " has " + std::to_string(got.size()) +
                              " elements, expected " + std::to_string(n));
   const bool per_row = expected.stage != "output" && expected.stage != "route";
-  const auto locate = [&](size_t idx) {
-    Location l;
-    const int64_t row = static_cast<int64_t>(idx) / expected.cols,
-                  col = static_cast<int64_t>(idx) % expected.cols;
-    l.element = col;
+  // Rows of "route" are tokens and its columns slots; rows of the per-row stages are the kernel's
+  // expanded rows (token * slots + slot); rows of "output" are tokens.
+  const auto locate = [&](int64_t row, int64_t col) {
+    Location l{.element = col};
     if (expected.stage == "route") {
-      l.token = row;
-      l.slot = col;
-      l.element = -1;
+      l = {.token = row, .slot = col};
+      if (routing != nullptr) l.expert = routing->ids[static_cast<size_t>(row * expected.cols + col)];
     } else if (per_row && routing != nullptr && routing->slots > 0) {
       l.token = row / routing->slots;
       l.slot = row % routing->slots;
@@ -121,52 +120,11 @@ Verdict compare_stage(const StageExpectation& expected, std::span<const float> g
     } else {
       l.token = row;
     }
-    if (expected.stage == "route" && routing != nullptr) l.expert = routing->ids[idx];
     return l;
   };
-  std::vector<ElementError> errs;
-  double max_ratio = 0;
-  int64_t compared = 0;
-  ElementError worst;
-  bool have_worst = false;
-  const auto key = [](const ElementError& e) { return std::isnan(e.got) ? INFINITY : e.ratio(); };
-  for (size_t i = 0; i < n; ++i) {
-    const double b = expected.bound[i];
-    if (std::isinf(b) || std::isnan(expected.expected[i])) continue;
-    ++compared;
-    ElementError e{locate(i), static_cast<double>(got[i]), expected.expected[i], b};
-    const double r = std::isnan(e.got) ? INFINITY : e.ratio();
-    if (!have_worst || key(e) > key(worst) || (std::isnan(e.got) && !std::isnan(worst.got))) {
-      worst = e;
-      have_worst = true;
-    }
-    max_ratio = std::max(max_ratio, r);
-    if (r > 1) errs.push_back(e);
-  }
-  if (errs.empty()) {
-    Verdict v = Verdict::pass("ORACLE", expected.stage);
-    v.max_ratio = max_ratio;
-    v.compared = compared;
-    v.worst = worst;
-    return v;
-  }
-  std::sort(errs.begin(), errs.end(), [&](const ElementError& a, const ElementError& b) {
-    const bool an = std::isnan(a.got), bn = std::isnan(b.got);
-    if (an != bn) return an;
-    return a.ratio() > b.ratio();
-  });
-  const size_t failing = errs.size();
-  if (errs.size() > 30) errs.resize(30);
-  const ElementError& w = errs.front();
-  Verdict v = Verdict::fail("ORACLE", expected.stage,
-                            std::to_string(failing) + " elements of " + expected.stage +
-                                " outside the derived bound; worst error/bound " + std::to_string(w.ratio()) +
-                                " at token " + std::to_string(w.where.token) + " element " +
-                                std::to_string(w.where.element),
-                            w);
-  v.worst_elements = std::move(errs);
-  v.max_ratio = std::isnan(w.got) ? INFINITY : max_ratio;
-  v.compared = compared;
+  Verdict v = compare_elementwise("ORACLE", expected.stage, std::vector<double>(got.begin(), got.end()),
+                                  expected.expected, expected.bound, expected.rows, expected.cols, locate);
+  if (v.failed()) v.message = expected.stage + " outside the derived bound: " + v.message;
   return v;
 }
 

@@ -122,11 +122,11 @@ std::string format_summary_table(const CampaignSummary& s) {
       "moefuzz check: kernel {}, seed {}, {} cases in {:.1f}s ({} drawn recipes outside the kernel's "
       "domain)\n",
       s.kernel, s.seed, s.cases, s.seconds, s.unsupported);
-  out += fmt::format("{:<9} {:>8} {:>6} {:>8} {:>8} {:>16}\n", "invariant", "pass", "fail", "skip", "vacuous",
-                     "max err/bound");
+  out += fmt::format("{:<9} {:>8} {:>6} {:>8} {:>8} {:>9} {:>16}\n", "invariant", "pass", "fail", "skip",
+                     "vacuous", "vacuous%", "max err/bound");
   for (const auto& [code, t] : s.tallies)
-    out += fmt::format("{:<9} {:>8} {:>6} {:>8} {:>8} {:>16.3g}\n", code, t.passed, t.failed, t.skipped,
-                       t.vacuous, t.max_ratio);
+    out += fmt::format("{:<9} {:>8} {:>6} {:>8} {:>8} {:>8.1f}% {:>16.3g}\n", code, t.passed, t.failed,
+                       t.skipped, t.vacuous, 100 * t.vacuous_share(), t.max_ratio);
   if (s.findings.empty()) {
     out += "no findings\n";
   } else {
@@ -150,6 +150,7 @@ nlohmann::json summary_json(const CampaignSummary& s) {
                              {"fail", t.failed},
                              {"skip", t.skipped},
                              {"vacuous", t.vacuous},
+                             {"vacuous_share", t.vacuous_share()},
                              {"max_ratio", t.max_ratio}};
   j["findings"] = nlohmann::json::array();
   for (const auto& f : s.findings)

@@ -81,6 +81,8 @@ struct Invariant {
 const std::vector<Invariant>& invariant_registry();
 // Throws InputError listing the known codes.
 const Invariant& invariant_by_code(std::string_view code);
+// Whether `code` names an invariant of the registry.
+bool is_invariant_code(std::string_view code);
 // Parses "a,b,c" (or "all") into invariants; throws InputError on unknown codes.
 std::vector<const Invariant*> select_invariants(std::string_view list);
 

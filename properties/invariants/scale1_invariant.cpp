@@ -38,8 +38,12 @@ Verdict check_weights(CheckContext& ctx, const Case& at_s, const Case& at_1, con
   const Profile& p = ctx.profile();
   const RoutingCheck cs = check_routing(at_s, p, rs.routing);
   const RoutingCheck c1 = check_routing(at_1, p, r1.routing);
-  if (cs.verdict.failed()) return cs.verdict;
-  if (c1.verdict.failed()) return c1.verdict;
+  // Inadmissible ids are another rule's failure (STRUCT, ORACLE/route "inadmissible expert set"),
+  // reported under that rule. Weights outside their bounds are still compared: the relation needs
+  // only the two runs and the weight bounds, and a weight that lacks (or doubles) the scale is
+  // exactly what this invariant names.
+  if (!cs.ids_admitted) return cs.verdict;
+  if (!c1.ids_admitted) return c1.verdict;
   const int64_t T = rs.routing.tokens, S = rs.routing.slots, E = at_s.recipe.shape.experts;
   std::vector<double> a(rs.routing.weights.begin(), rs.routing.weights.end());
   std::vector<double> expected(a.size()), bound(a.size());
