@@ -159,6 +159,24 @@ TEST_F(CheckCli, ProfileIsTheContractChecked) {
   EXPECT_EQ(right.exit_code, 0) << right.output;
 }
 
+// `list --json` prints every profile with all its fields (the contract --profile selects).
+TEST_F(CheckCli, ListJsonPrintsEachProfilesFields) {
+  const RunResult r = run_moefuzz({"list", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  ASSERT_GE(j.at("profiles").size(), 7u);
+  for (const auto& p : j.at("profiles")) {
+    for (const char* field :
+         {"name", "w13_order", "rsf_in_topk", "routing_weight_dtype", "renorm_epsilon", "tie_rule",
+          "quantizer", "zero_scale_rule", "combine", "sigmoid_form", "sources"})
+      EXPECT_TRUE(p.contains(field)) << p.value("name", "?") << " lacks " << field;
+    if (p.at("name") == "sglang-cutlass-fp4") {
+      EXPECT_EQ(p.at("renorm_epsilon").get<double>(), 1e-20);
+      EXPECT_EQ(p.at("rsf_in_topk"), true);
+    }
+  }
+}
+
 // Usage errors: exit 2 and one message naming what is wrong (no report, no usage dump).
 TEST_F(CheckCli, BadUsageExitsTwoWithOneClearMessage) {
   struct Case {
