@@ -3,27 +3,34 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 namespace moefuzz {
 
 Verdict compare_elementwise(const std::string& invariant, const std::string& stage,
                             const std::vector<double>& got, const std::vector<double>& expected,
-                            const std::vector<double>& bound, int64_t rows, int64_t cols) {
+                            const std::vector<double>& bound, int64_t rows, int64_t cols,
+                            const ElementLocator& locate) {
   Verdict v = Verdict::pass(invariant, stage);
   std::vector<ElementError> failures;
   int64_t failing = 0;
   ElementError worst_pass{};
+  const auto where = [&](int64_t r, int64_t c) {
+    return locate ? locate(r, c) : Location{.token = r, .element = c};
+  };
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c) {
       const size_t i = static_cast<size_t>(r * cols + c);
-      if (std::isnan(expected[i])) continue;
+      if (std::isnan(expected[i]) || std::isinf(bound[i])) continue;
       ++v.compared;
-      ElementError e{{.token = r, .element = c}, got[i], expected[i], bound[i]};
+      const ElementError e{where(r, c), got[i], expected[i], bound[i]};
       const bool finite_mismatch = !std::isfinite(got[i]) && std::isfinite(expected[i]);
       const double ratio = finite_mismatch ? INFINITY : e.ratio();
-      const bool over = finite_mismatch || !(std::fabs(got[i] - expected[i]) <= bound[i]) ||
-                        (!std::isfinite(expected[i]) && got[i] != expected[i]);
+      // An infinite expectation (an exact overflow every correct kernel shares) holds only itself.
+      const bool over =
+          finite_mismatch || (std::isfinite(expected[i]) ? !(std::fabs(got[i] - expected[i]) <= bound[i])
+                                                         : got[i] != expected[i]);
       if (!std::isnan(ratio)) v.max_ratio = std::max(v.max_ratio, ratio);
       if (over) {
         ++failing;
@@ -48,6 +55,26 @@ Verdict compare_elementwise(const std::string& invariant, const std::string& sta
   v.worst_elements.assign(failures.begin(), failures.begin() + std::min<size_t>(30, failures.size()));
   v.message = fmt::format("{} of {} elements exceed their bound (max error/bound {:.3g})", failing,
                           v.compared, v.max_ratio);
+  return v;
+}
+
+Verdict compare_bitwise(const std::string& invariant, const std::string& stage, const std::vector<float>& a,
+                        const std::vector<float>& b, int64_t rows, int64_t cols) {
+  Verdict v = Verdict::pass(invariant, stage);
+  int64_t differing = 0;
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      const size_t i = static_cast<size_t>(r * cols + c);
+      ++v.compared;
+      if (std::bit_cast<uint32_t>(a[i]) == std::bit_cast<uint32_t>(b[i])) continue;
+      if (differing++ == 0) v.worst = ElementError{{.token = r, .element = c}, a[i], b[i], 0.0};
+      if (v.worst_elements.size() < 30)
+        v.worst_elements.push_back(ElementError{{.token = r, .element = c}, a[i], b[i], 0.0});
+    }
+  if (differing == 0) return v;
+  v.outcome = Outcome::kFail;
+  v.max_ratio = INFINITY;
+  v.message = fmt::format("{} of {} elements differ bitwise", differing, v.compared);
   return v;
 }
 

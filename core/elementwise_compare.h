@@ -1,12 +1,15 @@
 #pragma once
 // The one elementwise comparison of moefuzz: got vs expected within a per-element bound, producing
 // a Verdict with the worst element, max error/bound, the compared count and up to 30 worst elements
-// (non-finite first, then by error/bound). Oracle and metamorphic invariants both use it.
+// (non-finite first, then by error/bound). The oracle's stage comparison (oracles/layer_ref.h
+// compare_stage), the metamorphic invariants and the bitwise relations (REPEAT, CANARY, BATCH) all
+// use this file.
 //
 // Example:
 //   moefuzz::Verdict v = moefuzz::compare_elementwise("PERM", "output", got, expected, bound, T, H);
 //   // v.outcome == kFail with v.worst.where = {.token = t, .element = h} when |got-expected| > bound
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -14,10 +17,20 @@
 
 namespace moefuzz {
 
-// rows index tokens, cols index elements; NaN in `expected` means "no expectation" (skipped).
-// A non-finite `got` where expected is finite always fails.
+// Where element (row, col) of a comparison lies; the default puts row in token and col in element.
+using ElementLocator = std::function<Location(int64_t row, int64_t col)>;
+
+// Elements with a NaN `expected` or an infinite `bound` carry no expectation ("nothing can be said",
+// e.g. an element fed by a non-finite input, left to FINITE) and are skipped. A non-finite `got`
+// where expected is finite always fails.
 Verdict compare_elementwise(const std::string& invariant, const std::string& stage,
                             const std::vector<double>& got, const std::vector<double>& expected,
-                            const std::vector<double>& bound, int64_t rows, int64_t cols);
+                            const std::vector<double>& bound, int64_t rows, int64_t cols,
+                            const ElementLocator& locate = nullptr);
+
+// Bitwise equality of two outputs (the relation of REPEAT, CANARY and BATCH for kernels that claim
+// it): every element compared, any differing bit pattern (NaN payloads, the sign of zero) fails.
+Verdict compare_bitwise(const std::string& invariant, const std::string& stage, const std::vector<float>& a,
+                        const std::vector<float>& b, int64_t rows, int64_t cols);
 
 }  // namespace moefuzz

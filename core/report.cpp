@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/profile.h"
 #include "core/recipe_text.h"
 
 namespace moefuzz {
@@ -18,6 +19,14 @@ std::string location_text(const Location& w) {
   if (w.expert >= 0) parts.push_back(fmt::format("expert {}", w.expert));
   if (w.element >= 0) parts.push_back(fmt::format("element {}", w.element));
   return parts.empty() ? "whole case" : fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// Where routed_scaling_factor is multiplied, as the profile in force says (kernels and oracle follow
+// Profile::rsf_in_topk and ignore the recipe's scale_placement field, so the report must too).
+std::string rsf_placement_text(const std::string& profile_name) {
+  for (const Profile& p : all_profiles())
+    if (p.name == profile_name) return p.rsf_in_topk ? "topk" : "combine";
+  return "an unknown place (profile not built in)";
 }
 
 std::string index_or_dash(int64_t i) { return i >= 0 ? fmt::format("{}", i) : "-"; }
@@ -80,12 +89,12 @@ std::string describe_recipe(const CaseRecipe& r) {
   const ValueProfile& v = r.values;
   return fmt::format(
       "tokens {}, hidden {}, inter {}, experts {}{}, top_k {}; routing {}, routed_scaling_factor {} applied "
-      "in {}; "
+      "in {} (per the profile); "
       "activations {}, act scales {}, gate/up scale ratio {}; {}; profile {}; seed {}; values logits={} "
       "bias={} "
       "table={} weights={} hidden={} act_scale={} load={}; {} edit{}",
       s.tokens, s.hidden, s.inter, s.experts, shared, s.top_k, routing,
-      format_real(r.routing.routed_scaling_factor), name_of(r.routing.scale_placement),
+      format_real(r.routing.routed_scaling_factor), rsf_placement_text(r.profile),
       name_of(r.quant.activations), name_of(r.quant.act_scales), format_real(r.quant.gate_up_scale_ratio),
       swiglu, r.profile, r.seed, name_of(v.logits), name_of(v.bias), name_of(v.table), name_of(v.weights),
       name_of(v.hidden), name_of(v.act_scale), name_of(v.load), r.edits.size(),

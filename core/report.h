@@ -32,6 +32,9 @@ inline constexpr size_t kReportMaxWorstElements = 30;
 
 // One-paragraph description of the recipe's configuration (used in reports and `moefuzz show`):
 // shapes, routing, quantization, SwiGLU, profile, seed, value profiles and the number of edits.
+// recipe.profile must name the profile in force (the one the check used): every statement about the
+// contract (where routed_scaling_factor is applied) comes from that profile, never from the recipe's
+// own scale_placement field, which kernels and oracle ignore.
 //   "tokens 4, hidden 64, inter 32, experts 8, top_k 2; routing softmax (renormalize), ..."
 std::string describe_recipe(const CaseRecipe& recipe);
 

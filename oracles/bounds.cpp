@@ -110,6 +110,14 @@ double gamma_n(double n, double u) {
   return nu >= 1 ? kInf : nu / (1 - nu);
 }
 
+double relation_bound(double a_got, double b_got, double a_expected, double a_bound, double b_expected,
+                      double b_bound, double scale) {
+  const double bound = a_bound + std::fabs(scale) * b_bound + std::fabs(a_expected - scale * b_expected);
+  return bound + 4 * kDoubleUnit *
+                     (std::fabs(a_got) + std::fabs(scale * b_got) + std::fabs(a_expected) +
+                      std::fabs(scale * b_expected));
+}
+
 double swiglu(double gate, double up, const Swiglu& s) {
   const double g = std::min(gate, s.limit);
   const double v = std::clamp(up, -s.limit, s.limit) + s.beta;

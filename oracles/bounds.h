@@ -46,6 +46,17 @@ inline constexpr double kOracleTranscendentalError = 0x1p-49;
 // gamma_n(u) = n u / (1 - n u); +inf when n u >= 1.
 double gamma_n(double n, double u);
 
+// The bound of a metamorphic relation ideal(a) == scale * ideal(b) at one element, for two runs a
+// correct kernel makes within their oracle bounds (|a - E_a| <= B_a, |b - E_b| <= B_b):
+// |a - scale*b| <= B_a + |scale| B_b + |E_a - scale E_b|, the last term zero when the relation is
+// exact on the emulated roundings too. The relation is itself evaluated in double: |a - s*b| and the
+// bound's terms each carry a few roundings of their operands (2^-53 relative each), so 4 units of
+// the operands' magnitudes are added (a correct kernel exactly on its bound must not fail on them:
+// found by moe_layer_fuzzer, SCALE1 ratio 1 + 7e-16). NaN where either side has no bound.
+//   double b = moefuzz::relation_bound(a_got, b_got, a_exp, a_bound, b_exp, b_bound, 2.5);
+double relation_bound(double a_got, double b_got, double a_expected, double a_bound, double b_expected,
+                      double b_bound, double scale);
+
 // Closed interval of reals (lo <= hi); NaN bounds mean "unknown".
 struct Interval {
   double lo = 0, hi = 0;

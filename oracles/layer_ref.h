@@ -1,10 +1,12 @@
 #pragma once
-// The per-stage layer reference (SPEC.md §3.7): GEMM1 -> SwiGLU(-limit) -> FC2 quantization -> GEMM2
-// -> combine (x rsf where the profile puts it) -> + shared experts, profile-driven, conditioned on
-// the kernel's decisions. Every stage is carried as an interval per element: the exact value of the
-// math and a rigorous bound on what a correct kernel under the profile may hold there (derivations:
-// oracles/bounds.h, docs/oracle.md). GEMMs are exact integer dots (oracles/exact_dot.h); the global
-// scales are applied after the exact sum.
+// The per-stage layer reference (SPEC.md §3.7): route -> quantize -> gemm1 -> activation (SwiGLU,
+// with its limit) -> quantize2 -> gemm2 -> combine (x rsf where the profile puts it, + shared experts),
+// profile-driven, conditioned on the kernel's decisions. One file per stage in oracles/stages/
+// (its expected value, its derived bound, its admissibility); reference_layer chains them and
+// compare_stage is the one comparison at the end. Every stage is carried as an interval per element: the
+// exact value of the math and a rigorous bound on what a correct kernel under the profile may hold there
+// (derivations: oracles/bounds.h, docs/oracle.md). GEMMs are exact integer dots (oracles/exact_dot.h); the
+// global scales are applied after the exact sum.
 //
 // Conditioning: the routing ids and weights are the kernel's (admitted beforehand by check_routing);
 // FC1/FC2 input codes the kernel exposes are admitted against the quantization envelope of the

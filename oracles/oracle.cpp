@@ -1,7 +1,7 @@
 #include "oracles/oracle.h"
 
 #include "oracles/layer_ref.h"
-#include "oracles/routing_ref.h"
+#include "oracles/stages/route.h"
 
 namespace moefuzz {
 
@@ -11,22 +11,47 @@ const StageExpectation* OracleEvaluation::stage(const std::string& name) const {
   return nullptr;
 }
 
+namespace {
+
+// The kernel's FC2 codes were found inadmissible. They are judged against the oracle's activation
+// interval, which is computed from the kernel's own FC1 codes: if the kernel's exposed GEMM1 or
+// activation values are already outside their bounds, that earlier stage is what broke (in a
+// composed pipeline the FC2 quantization may be a stage moefuzz computed from the user's output),
+// and the finding names it.
+Verdict first_broken_stage(const Case& c, const Profile& p, const LayerResult& kernel, Verdict fc2_failure) {
+  if (!kernel.gemm1 && !kernel.activation) return fc2_failure;
+  LayerResult values_only = kernel;
+  values_only.fc2_input.reset();
+  const LayerReference upstream = reference_layer(c, p, kernel.routing, &values_only);
+  if (!upstream.admissibility.passed()) return fc2_failure;
+  const std::pair<const char*, const std::optional<std::vector<float>>*> earlier[] = {
+      {"gemm1", &kernel.gemm1}, {"activation", &kernel.activation}};
+  for (const auto& [name, got] : earlier) {
+    const StageExpectation* st = upstream.stage(name);
+    if (st == nullptr || !got->has_value()) continue;
+    Verdict v = compare_stage(*st, **got, &kernel.routing);
+    if (v.failed()) {
+      v.message += "; the FC2 input computed from it is inadmissible too";
+      return v;
+    }
+  }
+  return fc2_failure;
+}
+
+}  // namespace
+
 OracleEvaluation evaluate(const Case& c, const Profile& p, const LayerResult& kernel) {
   OracleEvaluation ev;
-  const RoutingCheck rc = check_routing(c, p, kernel.routing);
-  if (!rc.verdict.passed()) {
-    ev.admissibility = rc.verdict;
+  stages::RouteStage route = stages::route(c, p, kernel.routing);
+  if (!route.admissibility.passed()) {
+    ev.admissibility = route.admissibility;
     return ev;
   }
-  StageExpectation route;
-  route.stage = "route";
-  route.rows = kernel.routing.tokens;
-  route.cols = kernel.routing.slots;
-  route.expected = rc.expected_weights;
-  route.bound = rc.weight_bounds;
   LayerReference ref = reference_layer(c, p, kernel.routing, &kernel);
-  ev.admissibility = ref.admissibility;
-  ev.stages.push_back(std::move(route));
+  ev.admissibility = ref.admissibility.failed() && ref.admissibility.stage == "fc2_quant"
+                         ? first_broken_stage(c, p, kernel, ref.admissibility)
+                         : ref.admissibility;
+  ev.stages.push_back(std::move(route.weights));
   for (auto& s : ref.stages) ev.stages.push_back(std::move(s));
   return ev;
 }

@@ -1,5 +1,6 @@
 #include "oracles/routing_bounds.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <vector>
@@ -92,6 +93,44 @@ WeightBound routing_weight_bound(std::span<const double> raw, std::span<const do
   }
   wb.bound = err;
   return wb;
+}
+
+// RN to 8 significant bits moves a value by up to 2^-8 of itself (unit roundoff; 2^-9 is only the
+// spacing bound at the top of a binade - found by zero-fp: trtllm-gen bf16 weights summing to 1.0029
+// over 4 slots).
+double routing_sum_allowance(const Profile& p, int64_t n, double abs_sum) {
+  const double u = kFp32Unit;
+  const double gamma = (n + 2) * u / (1 - (n + 2) * u);
+  const double bf16 = p.routing_weight_dtype == WeightDtype::kBf16 ? kBf16Unit : 0.0;
+  return (gamma + bf16 * (1 + gamma)) * abs_sum;
+}
+
+namespace {
+ScoreFunc score_func_of(const Routing& r) {
+  return r.mode == RoutingMode::kSigmoidGrouped ? ScoreFunc::kSigmoid
+         : r.mode == RoutingMode::kSoftmax      ? ScoreFunc::kSoftmax
+                                                : r.hash_score;
+}
+}  // namespace
+
+double selected_raw_score(const Case& c, int64_t t, int32_t e) {
+  const double x = c.logits[static_cast<size_t>(t * c.recipe.shape.experts + e)];
+  const ScoreFunc f = score_func_of(c.recipe.routing);
+  if (f == ScoreFunc::kSigmoid) return 1.0 / (1.0 + std::exp(-x));
+  if (f == ScoreFunc::kSqrtSoftplus) return std::sqrt(std::log1p(std::exp(-std::fabs(x))) + std::max(x, 0.0));
+  return 1.0;  // softmax weights are normalized by construction; no epsilon term
+}
+
+// The profile's score error bound, doubled to cover selected_raw_score's own libm rounding (a few
+// ulps of double, far below the fp32 bound) and second-order terms, plus 2^-40 relative: an
+// allowance, not a derivation, for the double libm calls above (each < 1 ulp = 2^-52 relative).
+double selected_raw_score_error(const Case& c, const Profile& p, int64_t t, int32_t e) {
+  const double x = c.logits[static_cast<size_t>(t * c.recipe.shape.experts + e)];
+  const ScoreFunc f = score_func_of(c.recipe.routing);
+  const double s = selected_raw_score(c, t, e);
+  if (f == ScoreFunc::kSigmoid) return 2 * sigmoid_error_bound(p, x, s) + 0x1p-40 * s;
+  if (f == ScoreFunc::kSqrtSoftplus) return 2 * sqrt_softplus_error_bound(p, x, s) + 0x1p-40 * s;
+  return 0.0;
 }
 
 }  // namespace moefuzz

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <span>
 
+#include "core/case.h"
 #include "core/profile.h"
 
 namespace moefuzz {
@@ -46,5 +47,15 @@ struct WeightBound {
 };
 WeightBound routing_weight_bound(std::span<const double> raw, std::span<const double> raw_bounds, size_t j,
                                  bool normalize, double eps, double scale, WeightDtype dtype);
+
+// The routing-weight sum rules of the STRUCT invariant (weights sum to 1, to s, or to at most 1):
+// the rounding allowance of a sum of n weights each produced as fl(s_i / fl(sum)) (n+2 fp32
+// roundings, gamma_{n+2}) and, for bf16 weights, one bf16 rounding of each weight.
+double routing_sum_allowance(const Profile& p, int64_t n, double abs_sum);
+// The unnormalized score of selected expert e of token t in double (only to size the epsilon
+// allowance of a renormalized sum: w = s / (sum + eps) sums to sum / (sum + eps)); 1 for softmax.
+double selected_raw_score(const Case& c, int64_t t, int32_t e);
+// How far a correct kernel's score may sit from selected_raw_score.
+double selected_raw_score_error(const Case& c, const Profile& p, int64_t t, int32_t e);
 
 }  // namespace moefuzz

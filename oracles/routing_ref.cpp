@@ -361,6 +361,7 @@ RoutingCheck check_routing(const Case& c, const Profile& p, const RoutingDecisio
     }
   }
 
+  rc.ids_admitted = !structure && !selection;
   if (structure) {
     rc.verdict = *structure;
   } else if (selection) {

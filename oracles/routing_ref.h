@@ -28,6 +28,9 @@ struct RoutingCheck {
   std::vector<double> expected_weights;  // [T, slots], for the kernel's ids, in the profile's semantics
   std::vector<double> weight_bounds;     // [T, slots], error a correct kernel may make on each weight
   std::vector<uint8_t> near_tie;         // [T], 1 where the selection was ambiguous (admitted as a set)
+  // The ids passed structure and set admissibility (the verdict can then fail only on weight values,
+  // whose expectations and bounds above are complete).
+  bool ids_admitted = false;
 };
 
 // The oracle's own decision (stable tie rule), weights rounded to the profile's weight dtype.

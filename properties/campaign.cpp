@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/case.h"
+#include "core/profile.h"
 #include "core/recipe_text.h"
 #include "core/report.h"
 #include "properties/gen/recipe_gen.h"
@@ -34,14 +35,15 @@ std::string kernel_named_in(const std::string& text) {
 }
 
 Finding save_finding(const CaseRecipe& recipe, const Verdict& v, const std::string& kernel_name,
-                     const std::string& out_dir, int64_t index) {
+                     const std::string& out_dir, int64_t index, const std::string& profile_override) {
   make_directories(out_dir);
   Finding f;
   f.signature = v.signature();
   const std::string stem = fmt::format("{}/finding-{:03d}-{}", out_dir, index, sanitize(f.signature));
   f.recipe_path = stem + ".moefuzz";
   f.report_path = stem + ".txt";
-  f.repro = fmt::format("moefuzz replay {} --kernel {}", f.recipe_path, kernel_name);
+  f.repro = fmt::format("moefuzz replay {} --kernel {}{}", f.recipe_path, kernel_name,
+                        profile_override.empty() ? "" : " --profile " + profile_override);
   std::string text = to_text(recipe);
   const size_t eol = text.find('\n');
   const std::string header = fmt::format("# moefuzz finding: {}\n# kernel: {}\n# {}\n# REPRO: {}\n",
@@ -57,12 +59,13 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
   s.kernel = o.kernel_name;
   s.seed = o.seed;
   const rc::Gen<CaseRecipe> gen = gen::recipe_for(o.shapes);
-  const std::string profile = o.profile.empty() ? kernel.profile() : o.profile;
+  // The profile in force (validated here: an unknown name is bad input, exit 2, before any case runs).
+  const std::string profile = o.profile.empty() ? kernel.profile() : profile_by_name(o.profile).name;
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  CheckOptions co{.invariants = o.invariants, .run = o.run};
+  CheckOptions co{.invariants = o.invariants, .run = o.run, .profile = o.profile};
   int64_t consecutive_unsupported = 0;
   for (uint64_t index = 0;; ++index) {
     if (o.cases > 0 && s.cases >= o.cases) break;
@@ -93,7 +96,8 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
       if (it != s.findings.end()) {
         ++it->occurrences;
       } else {
-        Finding f = save_finding(r, v, o.kernel_name, o.out_dir, static_cast<int64_t>(s.findings.size()) + 1);
+        Finding f = save_finding(r, v, o.kernel_name, o.out_dir, static_cast<int64_t>(s.findings.size()) + 1,
+                                 o.profile);
         log << (o.progress ? "\n" : "")
             << fmt::format("FINDING {}: {}\n  REPRO: {}\n", f.signature, v.message, f.repro);
         s.findings.push_back(f);
@@ -118,11 +122,11 @@ std::string format_summary_table(const CampaignSummary& s) {
       "moefuzz check: kernel {}, seed {}, {} cases in {:.1f}s ({} drawn recipes outside the kernel's "
       "domain)\n",
       s.kernel, s.seed, s.cases, s.seconds, s.unsupported);
-  out += fmt::format("{:<9} {:>8} {:>6} {:>8} {:>8} {:>16}\n", "invariant", "pass", "fail", "skip", "vacuous",
-                     "max err/bound");
+  out += fmt::format("{:<9} {:>8} {:>6} {:>8} {:>8} {:>9} {:>16}\n", "invariant", "pass", "fail", "skip",
+                     "vacuous", "vacuous%", "max err/bound");
   for (const auto& [code, t] : s.tallies)
-    out += fmt::format("{:<9} {:>8} {:>6} {:>8} {:>8} {:>16.3g}\n", code, t.passed, t.failed, t.skipped,
-                       t.vacuous, t.max_ratio);
+    out += fmt::format("{:<9} {:>8} {:>6} {:>8} {:>8} {:>8.1f}% {:>16.3g}\n", code, t.passed, t.failed,
+                       t.skipped, t.vacuous, 100 * t.vacuous_share(), t.max_ratio);
   if (s.findings.empty()) {
     out += "no findings\n";
   } else {
@@ -146,6 +150,7 @@ nlohmann::json summary_json(const CampaignSummary& s) {
                              {"fail", t.failed},
                              {"skip", t.skipped},
                              {"vacuous", t.vacuous},
+                             {"vacuous_share", t.vacuous_share()},
                              {"max_ratio", t.max_ratio}};
   j["findings"] = nlohmann::json::array();
   for (const auto& f : s.findings)

@@ -5,10 +5,10 @@
 
 namespace moefuzz {
 
-CheckContext::CheckContext(const Kernel& kernel, const Case& c, RunOptions opts)
+CheckContext::CheckContext(const Kernel& kernel, const Case& c, RunOptions opts, std::string_view profile)
     : kernel_(kernel),
       case_(c),
-      profile_(profile_by_name(kernel.profile())),
+      profile_(profile_by_name(profile.empty() ? std::string_view(kernel.profile()) : profile)),
       opts_(opts),
       input_hash_(case_fingerprint(c)) {}
 

@@ -23,7 +23,7 @@ const Verdict& CaseReport::first_failure() const {
 CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   CaseReport rep;
-  CheckContext ctx(kernel, c, options.run);
+  CheckContext ctx(kernel, c, options.run, options.profile);
   for (const Invariant* inv : options.invariants) {
     const std::string why_not = inv->applies(kernel, c.recipe);
     if (!why_not.empty()) {
@@ -41,7 +41,15 @@ CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& o
     } catch (const std::exception& e) {
       v = Verdict::fail(inv->code, "kernel", std::string("the kernel raised: ") + e.what());
     }
-    v.invariant = inv->code;
+    // A failure of another rule of the registry found while this invariant ran the kernel (a run's
+    // own decision inadmissible: ORACLE/route "inadmissible expert set", STRUCT, ...) keeps that
+    // rule's name, so a finding is named for what broke; anything else is this invariant's verdict.
+    if (!(v.failed() && v.invariant != inv->code && is_invariant_code(v.invariant))) v.invariant = inv->code;
+    // A pass that compared nothing proves nothing: vacuous, never counted as a pass.
+    if (v.outcome == Outcome::kPass && v.compared == 0) {
+      v.outcome = Outcome::kVacuous;
+      v.message = "vacuous: compared nothing" + (v.message.empty() ? std::string() : " (" + v.message + ")");
+    }
     rep.verdicts.push_back(v);
     if (v.failed() && options.stop_at_first_failure) break;
   }

@@ -22,6 +22,9 @@ namespace moefuzz {
 struct CheckOptions {
   std::vector<const Invariant*> invariants;
   RunOptions run;
+  // The contract the oracle and every invariant check against: "" = the kernel's claimed profile;
+  // another name answers "would this kernel be correct under that contract?" (moefuzz check --profile).
+  std::string profile;
   bool stop_at_first_failure = false;
 };
 
@@ -43,6 +46,12 @@ CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& o
 struct InvariantTally {
   int64_t passed = 0, failed = 0, skipped = 0, vacuous = 0;
   double max_ratio = 0;  // max error/bound seen on passing cases (tightness)
+  // Share of the verdicts that checked something (pass, fail, vacuous) which were vacuous: a pass
+  // that compared nothing, or whose bound would also accept a trivial corruption. 0 when none.
+  double vacuous_share() const {
+    const int64_t n = passed + failed + vacuous;
+    return n > 0 ? static_cast<double>(vacuous) / static_cast<double>(n) : 0.0;
+  }
 };
 using Tallies = std::map<std::string, InvariantTally>;
 void tally(Tallies& t, const CaseReport& r);

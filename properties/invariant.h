@@ -30,9 +30,11 @@ namespace moefuzz {
 // Everything one invariant needs; the baseline run is computed once and shared by all invariants.
 class CheckContext {
  public:
-  CheckContext(const Kernel& kernel, const Case& c, RunOptions opts = {});
+  // profile: the contract in force, "" = the kernel's claimed one (throws InputError on an unknown name).
+  CheckContext(const Kernel& kernel, const Case& c, RunOptions opts = {}, std::string_view profile = "");
   const Kernel& kernel() const { return kernel_; }
   const Case& base_case() const { return case_; }
+  // The profile in force: the oracle and every invariant read the contract from here only.
   const Profile& profile() const { return profile_; }
   const RunOptions& options() const { return opts_; }
   // case_fingerprint (kernels/canary.h: word-wise, cheaper than the byte-wise content_hash) of the input case
@@ -79,6 +81,8 @@ struct Invariant {
 const std::vector<Invariant>& invariant_registry();
 // Throws InputError listing the known codes.
 const Invariant& invariant_by_code(std::string_view code);
+// Whether `code` names an invariant of the registry.
+bool is_invariant_code(std::string_view code);
 // Parses "a,b,c" (or "all") into invariants; throws InputError on unknown codes.
 std::vector<const Invariant*> select_invariants(std::string_view list);
 

@@ -28,6 +28,12 @@ const Invariant& invariant_by_code(std::string_view code) {
   throw InputError(fmt::format("unknown invariant '{}' (known: {})", code, known));
 }
 
+bool is_invariant_code(std::string_view code) {
+  for (const auto& i : invariant_registry())
+    if (i.code == code) return true;
+  return false;
+}
+
 std::vector<const Invariant*> select_invariants(std::string_view list) {
   std::vector<const Invariant*> out;
   if (list.empty() || list == "all") {

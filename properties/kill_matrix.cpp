@@ -222,6 +222,12 @@ KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
       row.baselines["allclose"] = b.allclose_caught;
       row.baselines["check_accuracy"] = b.check_accuracy_caught;
     }
+    for (const auto& code : m.invariants) {  // registry order breaks ties
+      auto it = row.kills.find(code);
+      if (it == row.kills.end() || it->second.cases < 0) continue;
+      if (row.first_killer.empty() || it->second.cases < row.kills.at(row.first_killer).cases)
+        row.first_killer = code;
+    }
     if (!row.killed_as_declared()) m.survivors.push_back(row.mutant);
     m.rows.push_back(std::move(row));
   }
@@ -232,6 +238,9 @@ KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
       kills = kills || (it != row.kills.end() && it->second.cases >= 0);
     }
     if (!kills) m.toothless.push_back(code);
+    bool first = false;
+    for (const auto& row : m.rows) first = first || row.first_killer == code;
+    if (!first) m.no_first_kill.push_back(code);
   }
   // False-positive sweep: correct built-in kernels must pass every cheap invariant.
   for (const auto& entry : kernel_registry()) {
@@ -263,7 +272,7 @@ std::string format_kill_matrix(const KillMatrix& m) {
   for (const auto& c : m.invariants) out += fmt::format(" {:>7}", c);
   const bool baselines = !m.rows.empty() && !m.rows.front().baselines.empty();
   if (baselines) out += fmt::format(" | {:>8} {:>8}", "allclose", "chk_acc");
-  out += fmt::format(" | {:>6} {:>7}\n", "cases", "seconds");
+  out += fmt::format(" | {:>6} {:>7} {:>7}\n", "cases", "seconds", "first");
   for (const auto& row : m.rows) {
     out += fmt::format("{:<40}", row.mutant.size() > 40 ? row.mutant.substr(0, 39) + "~" : row.mutant);
     for (const auto& c : m.invariants) {
@@ -277,15 +286,21 @@ std::string format_kill_matrix(const KillMatrix& m) {
     if (baselines)
       out += fmt::format(" | {:>8} {:>8}", row.baselines.at("allclose") ? "caught" : "missed",
                          row.baselines.at("check_accuracy") ? "caught" : "missed");
-    out += fmt::format(" | {:>6} {:>7.2f}\n", row.cases, row.seconds);
+    out += fmt::format(" | {:>6} {:>7.2f} {:>7}\n", row.cases, row.seconds,
+                       row.first_killer.empty() ? "-" : row.first_killer);
   }
-  out += "(* = declared killer; MISS = declared but did not kill within the budget)\n";
+  out +=
+      "(* = declared killer; MISS = declared but did not kill within the budget; first = the first killer: "
+      "fewest cases, then registry order)\n";
   for (const auto& [k, n] : m.correct_failures)
     out += fmt::format("correct kernel {:<30} {} failing case(s){}\n", k, n,
                        n ? " -- " + m.correct_first_failure.at(k) : std::string());
   out += m.toothless.empty()
              ? "every invariant kills at least one mutant\n"
              : fmt::format("TOOTHLESS invariants (kill no mutant): {}\n", fmt::join(m.toothless, ", "));
+  out += m.no_first_kill.empty() ? "every invariant is the first killer of some mutant\n"
+                                 : fmt::format("NO FIRST KILL (first killer of no mutant, section 6.2): {}\n",
+                                               fmt::join(m.no_first_kill, ", "));
   out += m.survivors.empty() ? "every mutant is killed by an invariant it declares\n"
                              : fmt::format("SURVIVING mutants: {}\n", fmt::join(m.survivors, ", "));
   out += m.green() ? "kill matrix: GREEN\n" : "kill matrix: RED\n";
@@ -300,7 +315,8 @@ nlohmann::json kill_matrix_json(const KillMatrix& m) {
                      {"expected", row.expected},
                      {"cases", row.cases},
                      {"seconds", row.seconds},
-                     {"killed_as_declared", row.killed_as_declared()}};
+                     {"killed_as_declared", row.killed_as_declared()},
+                     {"first_killer", row.first_killer}};
     for (const auto& [code, cell] : row.kills)
       r["kills"][code] = {{"cases", cell.cases}, {"seconds", cell.seconds}};
     for (const auto& [name, caught] : row.baselines) r["baselines"][name] = caught;
@@ -309,6 +325,7 @@ nlohmann::json kill_matrix_json(const KillMatrix& m) {
   j["correct_failures"] = m.correct_failures;
   j["toothless"] = m.toothless;
   j["survivors"] = m.survivors;
+  j["no_first_kill"] = m.no_first_kill;
   j["green"] = m.green();
   return j;
 }

@@ -1,4 +1,5 @@
-// moefuzz replay FILE... [--kernel K] [--invariants a,b]: re-run saved cases and print the report.
+// moefuzz replay FILE... [--kernel K] [--profile P] [--invariants a,b]: re-run saved cases and print the
+// report.
 // The kernel defaults to the one named in the file's "# kernel:" header (findings carry it).
 #include <fmt/format.h>
 #include <sys/wait.h>
@@ -13,6 +14,7 @@
 
 #include "core/case.h"
 #include "core/errors.h"
+#include "core/profile.h"
 #include "core/recipe_text.h"
 #include "core/report.h"
 #include "kernels/registry.h"
@@ -67,9 +69,10 @@ int run_under_sanitizer(const std::string& sanitizer, const std::string& tool,
 void add_replay_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("replay", "Re-run saved cases (findings, regressions) and print the report");
   static std::vector<std::string> files;
-  static std::string kernel_arg, invariants = "all";
+  static std::string kernel_arg, profile_arg, invariants = "all";
   cmd->add_option("FILE", files, "Recipe files")->required();
   cmd->add_option("--kernel", kernel_arg, "Kernel (default: the file's '# kernel:' header, else cpu)");
+  cmd->add_option("--profile", profile_arg, "Check against this profile instead of the kernel's claimed one");
   cmd->add_option("--invariants", invariants, "Comma-separated invariant codes, or all")
       ->capture_default_str();
   static bool sanitize = false;
@@ -106,6 +109,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
           std::vector<std::string> args = {path, "--invariants", invariants, "--max-case-bytes",
                                            std::to_string(global_options().max_case_bytes)};
           if (!kernel_arg.empty()) args.insert(args.end(), {"--kernel", kernel_arg});
+          if (!profile_arg.empty()) args.insert(args.end(), {"--profile", profile_arg});
           const int rc = run_under_sanitizer(sanitizer, tool, args);
           // 3 = the sanitizer found errors; 1 = a check failed; both fail the replay.
           if (rc != 0) worst = std::max(worst, rc == 2 ? 2 : 1);
@@ -116,7 +120,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
     }
     int failed = 0;
     for (const auto& path : files) {
-      const CaseRecipe r = parse_recipe_file(path, global_options().max_case_bytes);
+      CaseRecipe r = parse_recipe_file(path, global_options().max_case_bytes);
       std::string kernel_name = kernel_arg;
       if (kernel_name.empty()) {
         std::ifstream in(path);
@@ -130,10 +134,15 @@ void add_replay_command(CLI::App& app, int& exit_code) {
       if (!why.empty())
         throw InputError(
             fmt::format("{}: kernel {} does not support this recipe: {}", path, kernel_name, why));
+      // The report states the contract in force (describe_recipe reads recipe.profile).
+      r.profile = profile_arg.empty() ? kernel->profile() : profile_by_name(profile_arg).name;
       const Case c = materialize(r, global_options().max_case_bytes);
-      CheckOptions o{.invariants = select_invariants(invariants)};
+      CheckOptions o;
+      o.invariants = select_invariants(invariants);
+      o.profile = profile_arg;
       const CaseReport rep = check_case(*kernel, c, o);
-      const std::string repro = fmt::format("moefuzz replay {} --kernel {}", path, kernel_name);
+      const std::string repro = fmt::format("moefuzz replay {} --kernel {}{}", path, kernel_name,
+                                            profile_arg.empty() ? "" : " --profile " + profile_arg);
       if (rep.failed()) {
         ++failed;
         std::cout << format_failure_report(r, rep.first_failure(), kernel_name, repro);

@@ -24,17 +24,21 @@ Invariant make_repeat_invariant() {
     const LayerResult& base = ctx.baseline();
     const auto& s = ctx.base_case().recipe.shape;
     constexpr int kRepeats = 4;  // races show up within a few runs on a CPU; campaigns repeat more
+    int64_t compared = 0;
     for (int i = 0; i < kRepeats; ++i) {
       const LayerResult again = ctx.run(ctx.base_case());
-      Verdict v = bitwise_compare("REPEAT", "output", again.output, base.output, s.tokens, s.hidden);
+      Verdict v = compare_bitwise("REPEAT", "output", again.output, base.output, s.tokens, s.hidden);
       if (v.failed()) {
         v.message = fmt::format("run {} differs from the first: {}", i + 2, v.message);
         return v;
       }
       if (again.routing.ids != base.routing.ids)
         return Verdict::fail("REPEAT", "route", fmt::format("run {} selected different experts", i + 2));
+      compared += v.compared;
     }
-    return Verdict::pass("REPEAT", "output");
+    Verdict v = Verdict::pass("REPEAT", "output");
+    v.compared = compared;
+    return v;
   };
   return inv;
 }
@@ -54,8 +58,12 @@ Invariant make_canary_invariant() {
     other.poison_bits = 0xFFC0DEADu;  // a second NaN payload: outputs must not depend on the fill
     const GuardedRun g = run_guarded(ctx.kernel(), c, other);
     if (!g.canary.clean()) return Verdict::fail("CANARY", "output", g.canary.summary());
-    if (!ctx.kernel().claims().deterministic) return Verdict::pass("CANARY", "output");
-    Verdict v = bitwise_compare("CANARY", "output", g.result.output, ctx.baseline().output,
+    if (!ctx.kernel().claims().deterministic) {
+      Verdict v = Verdict::pass("CANARY", "output");  // every output element checked written
+      v.compared = static_cast<int64_t>(g.result.output.size());
+      return v;
+    }
+    Verdict v = compare_bitwise("CANARY", "output", g.result.output, ctx.baseline().output,
                                 c.recipe.shape.tokens, c.recipe.shape.hidden);
     if (v.failed()) v.message = "output depends on the poison fill (reads unwritten memory): " + v.message;
     return v;

@@ -13,7 +13,10 @@ Invariant make_drift_invariant() {
   inv.applies = [](const Kernel&, const CaseRecipe&) { return std::string(); };
   inv.check = [](CheckContext& ctx) {
     constexpr int kLayers = 24;  // enough for a 2^-10-relative bias to stand out at z > 6 on small shapes
-    return run_layer_drift(ctx.kernel(), ctx.base_case().recipe, kLayers).verdict;
+    const DriftReport rep = run_layer_drift(ctx.kernel(), ctx.base_case().recipe, kLayers);
+    Verdict v = rep.verdict;
+    v.compared = static_cast<int64_t>(rep.points.size());  // layers judged (0: vacuous)
+    return v;
   };
   return inv;
 }

@@ -8,6 +8,8 @@
 // exactly on 2^31, and hash routing sends one token to the experts just below, at and above it.
 #include <fmt/format.h>
 
+#include <optional>
+
 #include "core/case.h"
 #include "properties/invariants/invariants.h"
 #include "properties/invariants/support.h"
@@ -22,18 +24,30 @@ Invariant make_ovf_invariant() {
   inv.expensive = true;
   inv.applies = [](const Kernel&, const CaseRecipe&) { return std::string(); };
   inv.check = [](CheckContext& ctx) -> Verdict {
+    int64_t compared = 0;
+    std::optional<Verdict> vacuous;  // a run whose bound accepts a trivial corruption proves nothing
     for (const OvfProbe& probe : ovf_probes(ctx.base_case().recipe)) {
       if (!ctx.kernel().supports(probe.recipe).empty()) continue;
       const Case c = materialize(probe.recipe, probe.max_bytes);
       const LayerResult r = ctx.run(c);
-      Verdict v = compare_layer(evaluate(c, ctx.profile(), r), r);
+      const OracleEvaluation ev = evaluate(c, ctx.profile(), r);
+      Verdict v = compare_layer(ev, r);
       v.invariant = "OVF";
+      if (v.passed() && ev.stage("output") != nullptr) {
+        const StageExpectation& out = output_stage(ev);
+        v = unless_vacuous(v, to_double(r.output), out.expected, out.bound, out.rows, out.cols);
+        if (v.outcome == Outcome::kVacuous) vacuous = v;
+      }
       if (v.failed()) {
         v.message = fmt::format("{}: {}", probe.name, v.message);
         return v;
       }
+      compared += v.compared;
     }
-    return Verdict::pass("OVF", "layer");
+    if (vacuous) return *vacuous;
+    Verdict v = Verdict::pass("OVF", "layer");
+    v.compared = compared;  // 0: the kernel supports no probe (vacuous, not a pass)
+    return v;
   };
   return inv;
 }

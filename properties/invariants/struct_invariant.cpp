@@ -2,7 +2,9 @@
 // ids in range and distinct where the routing defines them so (hash rows copy the table, duplicates
 // included); fused shared experts in their slots; selected experts within at most topk_group groups;
 // weights finite and >= 0; sums = 1 (renormalized), = s (scale fused in top-k), <= 1 (softmax, no
-// renormalization), within the rounding of the profile's weight dtype.
+// renormalization), within the rounding of the profile's weight dtype. The id and sign rules are the
+// routing oracle's structure check (oracles/routing_ref.cpp), written once; the sum rules and their
+// allowances are here, with the allowances in oracles/routing_bounds.h.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,44 +23,6 @@ Verdict fail_at(int64_t t, int64_t slot, int64_t expert, const std::string& what
                 double expected = NAN, double bound = 0) {
   ElementError e{{.token = t, .slot = slot, .expert = expert}, got, expected, bound};
   return Verdict::fail("STRUCT", "route", what, e);
-}
-
-// Rounding allowance of a sum of n weights each produced as fl(s_i / fl(sum)) (n+2 fp32 roundings,
-// gamma_{n+2}) and, for bf16 weights, one bf16 rounding of each weight: RN to 8 significant bits
-// moves a value by up to 2^-8 of itself (unit roundoff; 2^-9 is only the spacing bound at the top
-// of a binade - found by zero-fp: trtllm-gen bf16 weights summing to 1.0029 over 4 slots).
-double sum_allowance(const Profile& p, int64_t n, double abs_sum) {
-  const double u = 0x1p-24;
-  const double gamma = (n + 2) * u / (1 - (n + 2) * u);
-  const double bf16 = p.routing_weight_dtype == WeightDtype::kBf16 ? 0x1p-8 : 0.0;
-  return (gamma + bf16 * (1 + gamma)) * abs_sum;
-}
-
-// Sum of the selected experts' unnormalized scores in double (only to size the epsilon allowance:
-// w = s / (sum + eps) sums to sum / (sum + eps)).
-double raw_score(const Case& c, int64_t t, int32_t e) {
-  const Routing& r = c.recipe.routing;
-  const double x = c.logits[static_cast<size_t>(t * c.recipe.shape.experts + e)];
-  const ScoreFunc f = r.mode == RoutingMode::kSigmoidGrouped ? ScoreFunc::kSigmoid
-                      : r.mode == RoutingMode::kSoftmax      ? ScoreFunc::kSoftmax
-                                                             : r.hash_score;
-  if (f == ScoreFunc::kSigmoid) return 1.0 / (1.0 + std::exp(-x));
-  if (f == ScoreFunc::kSqrtSoftplus) return std::sqrt(std::log1p(std::exp(-std::fabs(x))) + std::max(x, 0.0));
-  return 1.0;  // softmax weights are normalized by construction; no epsilon term
-}
-
-// How far a correct kernel's score may sit from raw_score (the profile's score error bound, doubled
-// to cover raw_score's own libm rounding and second-order terms).
-double raw_score_error(const Case& c, const Profile& p, int64_t t, int32_t e) {
-  const Routing& r = c.recipe.routing;
-  const double x = c.logits[static_cast<size_t>(t * c.recipe.shape.experts + e)];
-  const ScoreFunc f = r.mode == RoutingMode::kSigmoidGrouped ? ScoreFunc::kSigmoid
-                      : r.mode == RoutingMode::kSoftmax      ? ScoreFunc::kSoftmax
-                                                             : r.hash_score;
-  const double s = raw_score(c, t, e);
-  if (f == ScoreFunc::kSigmoid) return 2 * sigmoid_error_bound(p, x, s) + 0x1p-40 * s;
-  if (f == ScoreFunc::kSqrtSoftplus) return 2 * sqrt_softplus_error_bound(p, x, s) + 0x1p-40 * s;
-  return 0.0;
 }
 
 }  // namespace
@@ -81,13 +45,14 @@ Invariant make_struct_invariant() {
           -1, -1, -1,
           fmt::format("routing decision has shape [{}, {}] (ids {}, weights {}), expected [{}, {}]", d.tokens,
                       d.slots, d.ids.size(), d.weights.size(), T, S));
+    // Ids (range, count, distinctness, fused shared slots, group span) and weight signs are judged
+    // once, by the routing oracle's structure check (oracles/routing_ref.cpp).
+    const RoutingCheck routing = check_routing(c, p, d);
+    if (routing.verdict.failed() && routing.verdict.invariant == "STRUCT") return routing.verdict;
     const double s = rc.routing.routed_scaling_factor;
     const double scale = p.rsf_in_topk ? s : 1.0;
-    const bool fused = rc.routing.shared_fusion == SharedFusion::kFused;
     for (int64_t t = 0; t < T; ++t) {
       std::multiset<int32_t> routed;
-      std::set<int32_t> shared_ids;
-      std::set<int64_t> groups;
       double sum = 0, abs_sum = 0, raw = 0, raw_err = 0;
       double distinct_sum = 0;  // each routed expert once: hash rows may repeat an expert
       // A non-finite logit makes the kernels' weights unspecified (as in oracles/routing_ref.cpp, which
@@ -98,50 +63,27 @@ Invariant make_struct_invariant() {
         const size_t i = static_cast<size_t>(t * S + j);
         const int32_t id = d.ids[i];
         const float w = d.weights[i];
-        if (logits_finite && (!std::isfinite(w) || w < 0))
-          return fail_at(t, j, id, fmt::format("weight {} is not finite and >= 0", w), w);
-        const bool shared_slot = id >= E;
-        if (id < 0 || id >= E + (fused ? rc.shape.shared_experts : 0))
-          return fail_at(t, j, id, fmt::format("expert id {} out of range [0, {})", id, E));
-        if (shared_slot) {
-          shared_ids.insert(id);
-          continue;
-        }
+        if (id >= E) continue;  // a fused shared slot
         if (routed.count(id) == 0) distinct_sum += w;
         routed.insert(id);
-        if (rc.routing.mode == RoutingMode::kSigmoidGrouped) groups.insert(id / (E / rc.shape.n_group));
         sum += w;
         abs_sum += std::fabs(w);
-        raw += raw_score(c, t, id);
-        raw_err += raw_score_error(c, p, t, id);
+        raw += selected_raw_score(c, t, id);
+        raw_err += selected_raw_score_error(c, p, t, id);
       }
-      if (static_cast<int64_t>(routed.size()) != k)
-        return fail_at(t, -1, -1, fmt::format("{} routed slots, expected top_k = {}", routed.size(), k));
-      if (static_cast<int64_t>(shared_ids.size()) != S - k)
-        return fail_at(
-            t, -1, -1,
-            fmt::format("{} distinct fused shared-expert slots, expected {}", shared_ids.size(), S - k));
       if (rc.routing.mode == RoutingMode::kHash) {
         std::multiset<int32_t> row;
         const int64_t tid = c.token_ids[static_cast<size_t>(t)];
         for (int64_t j = 0; j < k; ++j) row.insert(c.hash_table[static_cast<size_t>(tid * k + j)]);
         if (row != routed)
           return fail_at(t, -1, -1, "hash-routed ids differ from the token's table row (duplicates count)");
-      } else {
-        if (std::set<int32_t>(routed.begin(), routed.end()).size() != routed.size())
-          return fail_at(t, -1, -1, "duplicate expert id in a score-based top-k");
-        if (rc.routing.mode == RoutingMode::kSigmoidGrouped &&
-            static_cast<int64_t>(groups.size()) > rc.shape.topk_group)
-          return fail_at(t, -1, -1,
-                         fmt::format("experts drawn from {} groups, topk_group = {}", groups.size(),
-                                     rc.shape.topk_group));
       }
       if (!logits_finite) continue;
       // Hash routing always normalizes non-softmax scores (SPEC.md §2.5); top-k modes follow the flag.
       const bool normalized = rc.routing.mode == RoutingMode::kHash
                                   ? rc.routing.hash_score != ScoreFunc::kSoftmax
                                   : rc.routing.renormalize;
-      const double allowance = sum_allowance(p, k, abs_sum) + scale * 0x1p-24 * abs_sum;
+      const double allowance = routing_sum_allowance(p, k, abs_sum) + scale * kFp32Unit * abs_sum;
       if (normalized) {
         // w = s_i / (sum + eps): the sum may fall short of 1 by eps / (sum + eps).
         // A profile epsilon of 0 is implemented as 1e-20 by kernels that must stay finite on underflow

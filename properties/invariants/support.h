@@ -21,9 +21,13 @@ inline std::multiset<int32_t> token_ids_of(const RoutingDecision& d, int64_t t) 
 // The "output" stage of an evaluation (throws std::logic_error if the oracle did not provide one;
 // check `rejected()` first).
 const StageExpectation& output_stage(const OracleEvaluation& ev);
-// A skip verdict when the oracle rejected the run's decisions (ORACLE reports that failure itself),
-// or nullopt when the evaluation has its stages.
+// A skip verdict when the oracle rejected the baseline run's decisions (ORACLE reports that failure
+// itself), or nullopt when the evaluation has its stages.
 std::optional<Verdict> rejected(const std::string& invariant, const OracleEvaluation& ev);
+// For a run of a transformed case (which ORACLE never sees): the oracle's rejection of that run's
+// own decisions as a FAILURE under the rule that broke (ORACLE/route "inadmissible expert set",
+// STRUCT, ORACLE/fc1_quant, ...), so a finding is named for what broke; nullopt when admitted.
+std::optional<Verdict> rejected_run(const OracleEvaluation& ev);
 
 // One side of a metamorphic relation: the kernel's output on a case, the oracle's end-to-end
 // expectation for it (conditioned on that run's decisions) and the bound a correct kernel stays in.
@@ -37,16 +41,23 @@ Side baseline_side(CheckContext& ctx);
 // Keeps rows `rows` and the first `cols` columns of a side (BATCH, PERM, PAD compare sub-blocks).
 Side restrict(const Side& s, const std::vector<int64_t>& rows, int64_t cols);
 
-// Metamorphic comparison: the relation says ideal(a) == scale * ideal(b). A correct kernel holds
-// |a - E_a| <= B_a and |b - E_b| <= B_b, so |a - scale*b| <= B_a + |scale|*B_b + |E_a - scale*E_b|
-// is sound. The last term is zero when the relation is exact on the emulated roundings too, and
-// carries the legitimate difference where rounding points or admitted decisions differ.
+// Metamorphic comparison: the relation says ideal(a) == scale * ideal(b), within the bound
+// oracles/bounds.h relation_bound derives from both runs' oracle bounds. A run whose own decisions
+// the oracle rejects is that rule's failure (a transformed run) or a skip (the baseline: ORACLE
+// reports it). Marked vacuous when the bound would accept a trivial corruption.
 Verdict metamorphic_compare(const std::string& invariant, const std::string& stage, const Side& a,
                             const Side& b, double scale = 1.0);
 
-// Bitwise equality of two outputs (REPEAT, CANARY, BATCH for kernels that claim it).
-Verdict bitwise_compare(const std::string& invariant, const std::string& stage, const std::vector<float>& a,
-                        const std::vector<float>& b, int64_t rows, int64_t cols);
+// Non-vacuity: the name of a trivial corruption of `got` (all zeros, a sign flip, x(1+2^-4), the
+// neighbouring token's row) that the same expectation and bound would accept, or "" when every one
+// is rejected. A corruption identical to `got` (an all-zero output) does not distinguish anything
+// and is not tried.
+std::string accepted_corruption(const std::vector<double>& got, const std::vector<double>& expected,
+                                const std::vector<double>& bound, int64_t rows, int64_t cols);
+// Marks a passing verdict vacuous (Outcome::kVacuous) when its bound would accept a trivial
+// corruption; failures and skips are returned unchanged.
+Verdict unless_vacuous(Verdict v, const std::vector<double>& got, const std::vector<double>& expected,
+                       const std::vector<double>& bound, int64_t rows, int64_t cols);
 
 // The routed scaling factor a metamorphic check uses: the recipe's when != 1, else 2.5 (DeepSeek-V3).
 double probe_scale(const CaseRecipe& r);

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 
 #include "core/elementwise_compare.h"
 #include "properties/invariants/invariants.h"
@@ -38,19 +39,31 @@ Invariant make_tactic_invariant() {
   };
   inv.check = [](CheckContext& ctx) -> Verdict {
     const Case& c = ctx.base_case();
+    int64_t compared = 0;
+    std::optional<Verdict> vacuous;  // a run whose bound accepts a trivial corruption proves nothing
     for (int t = 0; t < ctx.kernel().claims().tactics; ++t) {
       if (t == ctx.options().tactic) continue;
       RunOptions o = ctx.options();
       o.tactic = t;
       const LayerResult r = ctx.run(c, &o);
-      Verdict v = compare_layer(evaluate(c, ctx.profile(), r), r);
+      const OracleEvaluation ev = evaluate(c, ctx.profile(), r);
+      Verdict v = compare_layer(ev, r);
       v.invariant = "TACTIC";
+      if (v.passed() && ev.stage("output") != nullptr) {
+        const StageExpectation& out = output_stage(ev);
+        v = unless_vacuous(v, to_double(r.output), out.expected, out.bound, out.rows, out.cols);
+        if (v.outcome == Outcome::kVacuous) vacuous = v;
+      }
       if (v.failed()) {
         v.message = fmt::format("tactic {}: {}", t, v.message);
         return v;
       }
+      compared += v.compared;
     }
-    return Verdict::pass("TACTIC", "output");
+    if (vacuous) return *vacuous;
+    Verdict v = Verdict::pass("TACTIC", "output");
+    v.compared = compared;
+    return v;
   };
   return inv;
 }
@@ -107,7 +120,9 @@ Invariant make_param_invariant() {
       }
     }
     if (probes == 0) return Verdict::skip("PARAM", "no parameter change moves the ideal output on this case");
-    return Verdict::pass("PARAM", "output");
+    Verdict v = Verdict::pass("PARAM", "output");
+    v.compared = probes;  // each probe: a parameter whose change the output was required to show
+    return v;
   };
   return inv;
 }

@@ -130,6 +130,53 @@ TEST_F(CheckCli, MutantIsCaughtAndItsFindingReplays) {
   EXPECT_NE(fixed.output.find("all"), std::string::npos) << fixed.output;
 }
 
+// --profile is an input of the check: the cpu kernel (sglang-cutlass-fp4, rsf applied by the top-k)
+// checked under sglang-triton (rsf applied by the combine) must fail the routed-scale checks (its
+// top-k weights carry rsf: ORACLE/route), and the finding's report and REPRO state the profile in
+// force; under its own profile the same campaign passes.
+TEST_F(CheckCli, ProfileIsTheContractChecked) {
+  const fs::path other = dir_ / "other", own = dir_ / "own";
+  const RunResult wrong =
+      run_moefuzz({"check", "--kernel", "cpu", "--profile", "sglang-triton", "--invariants", "ORACLE,SCALE1",
+                   "--cases", "20", "--seed", "1", "--out", other.string()});
+  EXPECT_EQ(wrong.exit_code, 1) << wrong.output;
+  EXPECT_TRUE(wrong.output.find("FINDING ORACLE/") != std::string::npos ||
+              wrong.output.find("FINDING SCALE1/") != std::string::npos)
+      << wrong.output;
+  EXPECT_NE(wrong.output.find("--profile sglang-triton"), std::string::npos) << wrong.output;
+  bool reported = false;
+  for (const auto& p : files_in(other))
+    if (p.extension() == ".txt") {
+      const std::string text = read_file(p);
+      EXPECT_NE(text.find("applied in combine (per the profile)"), std::string::npos) << text;
+      EXPECT_NE(text.find("profile sglang-triton"), std::string::npos) << text;
+      reported = true;
+    }
+  EXPECT_TRUE(reported) << "no finding report in " << other;
+  const RunResult right =
+      run_moefuzz({"check", "--kernel", "cpu", "--profile", "sglang-cutlass-fp4", "--invariants",
+                   "ORACLE,SCALE1", "--cases", "20", "--seed", "1", "--out", own.string()});
+  EXPECT_EQ(right.exit_code, 0) << right.output;
+}
+
+// `list --json` prints every profile with all its fields (the contract --profile selects).
+TEST_F(CheckCli, ListJsonPrintsEachProfilesFields) {
+  const RunResult r = run_moefuzz({"list", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const nlohmann::json j = nlohmann::json::parse(r.output);
+  ASSERT_GE(j.at("profiles").size(), 7u);
+  for (const auto& p : j.at("profiles")) {
+    for (const char* field :
+         {"name", "w13_order", "rsf_in_topk", "routing_weight_dtype", "renorm_epsilon", "tie_rule",
+          "quantizer", "zero_scale_rule", "combine", "sigmoid_form", "sources"})
+      EXPECT_TRUE(p.contains(field)) << p.value("name", "?") << " lacks " << field;
+    if (p.at("name") == "sglang-cutlass-fp4") {
+      EXPECT_EQ(p.at("renorm_epsilon").get<double>(), 1e-20);
+      EXPECT_EQ(p.at("rsf_in_topk"), true);
+    }
+  }
+}
+
 // Usage errors: exit 2 and one message naming what is wrong (no report, no usage dump).
 TEST_F(CheckCli, BadUsageExitsTwoWithOneClearMessage) {
   struct Case {

@@ -43,7 +43,8 @@ TEST(Report, GoldenFormat) {
       "kernel: cpu\n"
       "config: tokens 4, hidden 64, inter 32, experts 16 + 1 shared (separate), top_k 4; routing "
       "sigmoid_grouped "
-      "(2 of 4 groups, correction bias, renormalize), routed_scaling_factor 2.5 applied in topk; activations "
+      "(2 of 4 groups, correction bias, renormalize), routed_scaling_factor 2.5 applied in topk (per the "
+      "profile); activations "
       "nvfp4, "
       "act scales global, gate/up scale ratio 1; swiglu plain; profile sglang-cutlass-fp4; seed 7; values "
       "logits=all_negative bias=small table=distinct weights=normal hidden=normal act_scale=calibrated "
@@ -106,6 +107,20 @@ TEST(Report, DescribeRecipeMentionsHashAndSwigluClamp) {
   EXPECT_NE(d.find("routing hash (score sqrt_softplus, vocab 16, renormalize)"), std::string::npos) << d;
   EXPECT_NE(d.find("swiglu limit 10, alpha 1, beta 0"), std::string::npos) << d;
   EXPECT_NE(d.find("; 0 edits"), std::string::npos) << d;
+}
+
+// Kernels and oracle place routed_scaling_factor where the profile says (Profile::rsf_in_topk); the
+// recipe's scale_placement field is ignored by both, so the report must not quote it.
+TEST(Report, ScalePlacementComesFromTheProfileNotTheRecipeField) {
+  CaseRecipe r;
+  r.routing.scale_placement = ScalePlacement::kTopK;
+  r.profile = "sglang-triton";  // rsf multiplied by the combine
+  EXPECT_NE(describe_recipe(r).find("applied in combine (per the profile)"), std::string::npos)
+      << describe_recipe(r);
+  r.routing.scale_placement = ScalePlacement::kCombine;
+  r.profile = "flashinfer-cutlass";  // rsf multiplied by the top-k op
+  EXPECT_NE(describe_recipe(r).find("applied in topk (per the profile)"), std::string::npos)
+      << describe_recipe(r);
 }
 
 TEST(Report, ByteCounts) {

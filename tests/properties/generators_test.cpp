@@ -72,8 +72,21 @@ TEST_F(Generators, SmallShapesStayInTheirClass) {
     EXPECT_LE(r.shape.tokens, 40);
     EXPECT_LE(r.shape.hidden, 256);
     EXPECT_LE(r.shape.inter, 128);
-    EXPECT_LE(r.shape.experts, 64);
+    // 64 experts at most, or a wide case: 384, 512 or 1280 experts at H <= 64, I <= 32, T <= 8.
+    if (r.shape.experts > 64) {
+      EXPECT_TRUE(r.shape.experts == 384 || r.shape.experts == 512 || r.shape.experts == 1280) << to_text(r);
+      EXPECT_LE(r.shape.hidden, 64);
+      EXPECT_LE(r.shape.inter, 32);
+      EXPECT_LE(r.shape.tokens, 8);
+    }
   }
+}
+
+// The expert counts of real and coming models (384, 512, past 1024) are reached at small H/I.
+TEST_F(Generators, ReachWideExpertCounts) {
+  for (int64_t e : {384, 512, 1280})
+    EXPECT_GT(count(small(), [e](const CaseRecipe& r) { return r.shape.experts == e; }), 0)
+        << e << " experts";
 }
 
 TEST_F(Generators, ReachEveryRoutingMode) {

@@ -1,0 +1,32 @@
+#include "oracles/stages/activation.h"
+
+namespace moefuzz::stages {
+
+ActivationRows activation(const Profile& p, const Swiglu& sw, const ExpertRows& rows, const Gemm1Rows& g,
+                          int64_t I, StageExpectation* act) {
+  const int64_t n = rows.size();
+  ActivationRows h;
+  h.cols = I;
+  h.lo.resize(static_cast<size_t>(n * I));
+  h.hi.resize(h.lo.size());
+  h.center.resize(h.lo.size());
+  h.nan.assign(static_cast<size_t>(n), 0);
+  for (int64_t j = 0; j < n; ++j) {
+    const ExpandedRow& er = rows.row(j);
+    bool nan = false;
+    for (int64_t o = 0; o < I; ++o) {
+      const size_t gi = static_cast<size_t>(j * I + o);
+      Interval x = swiglu_kernel_interval(g.gate[gi], g.up[gi], sw);
+      if (!is_nan(x) && p.bf16_after_activation) x = round_to_bf16(x);
+      if (er.slot >= 0) store(act, er.slot, o, x);
+      nan |= is_nan(x);
+      h.lo[gi] = x.lo;
+      h.hi[gi] = x.hi;
+      h.center[gi] = x.center();
+    }
+    h.nan[static_cast<size_t>(j)] = nan ? 1 : 0;
+  }
+  return h;
+}
+
+}  // namespace moefuzz::stages

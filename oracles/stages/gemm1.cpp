@@ -1,0 +1,87 @@
+#include "oracles/stages/gemm1.h"
+
+#include <algorithm>
+
+#include "oracles/stages/gemm_bounds.h"
+
+namespace moefuzz::stages {
+Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const ExpertWeights& W,
+                const Fc1Input& in, double sda1, StageExpectation* g1) {
+  const int64_t H = c.recipe.shape.hidden, I = c.recipe.shape.inter, n = rows.size();
+  const bool w4a16 = c.recipe.quant.activations == ActivationFormat::kBf16;
+  const double alpha_g = sda1 * W.gate.global_dequant, alpha_u = sda1 * W.up.global_dequant;
+  const double floor_g = gemm_floor(H, sda1, W.gate.global_dequant),
+               floor_u = gemm_floor(H, sda1, W.up.global_dequant);
+  const double gamma_h = gamma_n(static_cast<double>(H + kGemmExtraRoundings), kFp32Unit);
+  Gemm1Rows out{std::vector<Interval>(static_cast<size_t>(n * I)),
+                std::vector<Interval>(static_cast<size_t>(n * I))};
+  const auto finish = [&](int64_t j, int64_t o, Interval ig, Interval iu) {
+    if (p.bf16_after_gemm1) {
+      if (!is_nan(ig)) ig = round_to_bf16(ig);
+      if (!is_nan(iu)) iu = round_to_bf16(iu);
+    }
+    out.gate[static_cast<size_t>(j * I + o)] = ig;
+    out.up[static_cast<size_t>(j * I + o)] = iu;
+    const ExpandedRow& er = rows.row(j);
+    if (er.slot >= 0) {
+      store(g1, er.slot, o, ig);
+      store(g1, er.slot, I + o, iu);
+    }
+  };
+  if (w4a16) {
+    const DecodedNvfp4 dg = DecodedNvfp4::from_matrix(W.gate), du = DecodedNvfp4::from_matrix(W.up);
+    std::vector<uint8_t> x_big(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j)
+      x_big[static_cast<size_t>(j)] =
+          row_may_overflow_a_partial({in.bf16.data() + j * H, static_cast<size_t>(H)}, {});
+    for (int64_t j0 = 0; j0 < n; j0 += kRowBlock) {
+      const int64_t j1 = std::min(n, j0 + kRowBlock);
+      for (int64_t o = 0; o < I; ++o)
+        for (int64_t j = j0; j < j1; ++j) {
+          const std::span<const float> x(in.bf16.data() + j * H, static_cast<size_t>(H));
+          Interval ig = w4a16_point_interval(w4a16_dot(x, dg, o), alpha_g, gamma_h, floor_g),
+                   iu = w4a16_point_interval(w4a16_dot(x, du, o), alpha_u, gamma_h, floor_u);
+          if (x_big[static_cast<size_t>(j)]) {
+            if (zero_scale_partial_may_overflow(x, {}, W.gate, o)) ig = {kNaN, kNaN};
+            if (zero_scale_partial_may_overflow(x, {}, W.up, o)) iu = {kNaN, kNaN};
+          }
+          finish(j, o, ig, iu);
+        }
+    }
+    return out;
+  }
+  const QuantizedInputs& qa = in.quantized;
+  std::vector<FlipTerms> fl(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j)
+    fl[static_cast<size_t>(j)] = flip_terms(qa.flips[static_cast<size_t>(j)], H);
+  // Tiles of 2 x kDotRows rows against every packed weight row: the tile's decoded rows stay in L1,
+  // each weight row is read from memory once per tile and its groups are decoded once per
+  // exact_dot_rows call.
+  for (int64_t j0 = 0; j0 < n; j0 += 2 * kDotRows) {
+    const int na = static_cast<int>(std::min<int64_t>(2 * kDotRows, n - j0));
+    ExactDot dgs[2 * kDotRows], dus[2 * kDotRows];
+    double fg[2 * kDotRows], fu[2 * kDotRows];
+    for (int64_t o = 0; o < I; ++o) {
+      const PackedNvfp4Row pg = packed_row(W.gate, o), pu = packed_row(W.up, o);
+      for (int r0 = 0; r0 < na; r0 += static_cast<int>(kDotRows)) {
+        const int nr = std::min(static_cast<int>(kDotRows), na - r0);
+        exact_dot_rows(qa.rows, j0 + r0, nr, pg, dgs + r0);
+        exact_dot_rows(qa.rows, j0 + r0, nr, pu, dus + r0);
+      }
+      flip_sums(fl, j0, na, pg, fg);
+      flip_sums(fl, j0, na, pu, fu);
+      for (int r = 0; r < na; ++r) {
+        const int64_t j = j0 + r;
+        if (qa.indeterminate[static_cast<size_t>(j)]) {
+          finish(j, o, {kNaN, kNaN}, {kNaN, kNaN});
+        } else {
+          finish(j, o, gemm_interval(dgs[r], alpha_g, fg[r], gamma_h, floor_g),
+                 gemm_interval(dus[r], alpha_u, fu[r], gamma_h, floor_u));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace moefuzz::stages

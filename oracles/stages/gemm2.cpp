@@ -1,0 +1,78 @@
+#include "oracles/stages/gemm2.h"
+
+#include <algorithm>
+
+#include "oracles/stages/gemm_bounds.h"
+
+namespace moefuzz::stages {
+
+void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const ExpertWeights& W,
+           const Fc2Input& in, const ActivationRows& h, double sda2, StageExpectation* g2, ExpertOutputs& y) {
+  const int64_t H = c.recipe.shape.hidden, I = c.recipe.shape.inter, n = rows.size();
+  const bool w4a16 = c.recipe.quant.activations == ActivationFormat::kBf16;
+  const double alpha_d = sda2 * W.down.global_dequant;
+  const double floor_d = gemm_floor(I, sda2, W.down.global_dequant);
+  const double gamma_i = gamma_n(static_cast<double>(I + kGemmExtraRoundings), kFp32Unit);
+  const auto finish = [&](int64_t j, int64_t o, Interval v) {
+    if (!is_nan(v) && p.bf16_after_gemm2) v = round_to_bf16(v);
+    const ExpandedRow& er = rows.row(j);
+    if (er.slot >= 0) store(g2, er.slot, o, v);
+    const size_t idx = static_cast<size_t>(rows.members[static_cast<size_t>(j)] * H + o);
+    y.lo[idx] = v.lo;
+    y.hi[idx] = v.hi;
+  };
+  if (w4a16) {
+    const DecodedNvfp4 dd = DecodedNvfp4::from_matrix(W.down);
+    const std::vector<float>&hc = in.fp32.center, &hr = in.fp32.radius;
+    std::vector<uint8_t> h_big(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j)
+      h_big[static_cast<size_t>(j)] = row_may_overflow_a_partial({hc.data() + j * I, static_cast<size_t>(I)},
+                                                                 {hr.data() + j * I, static_cast<size_t>(I)});
+    for (int64_t j0 = 0; j0 < n; j0 += kRowBlock) {
+      const int64_t j1 = std::min(n, j0 + kRowBlock);
+      for (int64_t o = 0; o < H; ++o)
+        for (int64_t j = j0; j < j1; ++j) {
+          Interval v;
+          if (h.nan[static_cast<size_t>(j)]) {
+            v = {kNaN, kNaN};
+          } else {
+            const std::span<const float> hcf(hc.data() + j * I, static_cast<size_t>(I));
+            const std::span<const float> hrf(hr.data() + j * I, static_cast<size_t>(I));
+            v = w4a16_radius_interval(w4a16_dot(hcf, dd, o), w4a16_dot(hrf, dd, o), alpha_d, gamma_i,
+                                      floor_d);
+            if (!is_nan(v) && h_big[static_cast<size_t>(j)] &&
+                zero_scale_partial_may_overflow(hcf, hrf, W.down, o))
+              v = {kNaN, kNaN};
+          }
+          finish(j, o, v);
+        }
+    }
+    return;
+  }
+  const QuantizedInputs& qh = in.quantized;
+  std::vector<FlipTerms> fl(static_cast<size_t>(n));
+  for (int64_t j = 0; j < n; ++j)
+    fl[static_cast<size_t>(j)] = flip_terms(qh.flips[static_cast<size_t>(j)], I);
+  // Tiles of 2 x kDotRows rows: the dense flip magnitudes (most of the unconditioned FC2 input's
+  // codes flip) run 8 rows per decoded weight block.
+  for (int64_t j0 = 0; j0 < n; j0 += 2 * kDotRows) {
+    const int na = static_cast<int>(std::min<int64_t>(2 * kDotRows, n - j0));
+    ExactDot ds[2 * kDotRows];
+    double fs[2 * kDotRows];
+    for (int64_t o = 0; o < H; ++o) {
+      const PackedNvfp4Row pd = packed_row(W.down, o);
+      for (int r0 = 0; r0 < na; r0 += static_cast<int>(kDotRows))
+        exact_dot_rows(qh.rows, j0 + r0, std::min(static_cast<int>(kDotRows), na - r0), pd, ds + r0);
+      flip_sums(fl, j0, na, pd, fs);
+      for (int r = 0; r < na; ++r) {
+        const int64_t j = j0 + r;
+        finish(j, o,
+               qh.indeterminate[static_cast<size_t>(j)]
+                   ? Interval{kNaN, kNaN}
+                   : gemm_interval(ds[r], alpha_d, fs[r], gamma_i, floor_d));
+      }
+    }
+  }
+}
+
+}  // namespace moefuzz::stages

@@ -1,0 +1,122 @@
+#include "oracles/stages/gemm_bounds.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/e4m3.h"
+#include "oracles/stages/stage_types.h"
+
+namespace moefuzz::stages {
+namespace {
+
+// A correct fp32 kernel may overflow to Inf/NaN once a partial sum can reach FLT_MAX. Kernels differ
+// in where they fold the global scales into the operands (raw products, alpha-scaled, or one S_d
+// folded), so the test allows a folding factor up to 2^20 beyond max(1, |alpha|): past it nothing can
+// be said (the element is left to FINITE, like any non-finite intermediate). Found by the moe_layer
+// fuzzer: a bf16-max activation (3.4e38) in W4A16 made the kernel's GEMM1 overflow. The same
+// allowance covers alpha itself: a global scale edited to 3e38 makes fl32(S_a * S_w) = Inf, and
+// Inf * (an all-zero accumulator) = NaN in a correct kernel although the exact product is 0 (found by
+// the H200 GPU campaign, on the CPU kernel too: corpora/moe_layer_fuzzer seeds).
+constexpr double kFp32Max = 0x1.fffffep127;
+constexpr double kFoldingWatch = kFp32Max * 0x1p-20;  // past it an intermediate may overflow
+
+// 6 * sum over [begin, end) of |center_k| + radius_k: the largest raw partial of x_k * code_k there
+// (|code| <= 6; radius empty = a point input).
+double raw_partial_bound(std::span<const float> center, std::span<const float> radius, size_t begin,
+                         size_t end) {
+  double m = 0;
+  for (size_t k = begin; k < end; ++k)
+    m += std::fabs(static_cast<double>(center[k])) + (radius.empty() ? 0.0 : static_cast<double>(radius[k]));
+  return 6 * m;
+}
+
+}  // namespace
+
+double gemm_floor(int64_t k, double sda, double sdw) {
+  return static_cast<double>(k + kGemmExtraRoundings) * kUnderflowFloor * (1 + kMaxOperand * std::fabs(sda)) *
+         (1 + kMaxOperand * std::fabs(sdw));
+}
+
+bool fp32_may_overflow(double abs_sum, double alpha, double v, double b) {
+  const double a = std::max(1.0, std::fabs(alpha));
+  return a >= kFoldingWatch || abs_sum * a >= kFoldingWatch || std::fabs(v) + b >= kFp32Max;
+}
+
+// W4A16 kernels may apply a block's scale after the block's 16-term partial sum of x_k * code_k
+// (kernels/cpu/cpu_gemm.cpp does). A zero block scale hides that partial from the dequantized
+// magnitude fp32_may_overflow sees, yet Inf * 0 = NaN in a correct kernel: found by the moe_layer
+// campaign on the H200 host (a 3e38 activation against a zero gate block scale). True when a
+// zero-scale block of weight row `row` may see its raw partial reach the overflow range (>= 2^-20
+// FLT_MAX, the allowance of fp32_may_overflow).
+bool zero_scale_partial_may_overflow(std::span<const float> center, std::span<const float> radius,
+                                     const Nvfp4Matrix& w, int64_t row) {
+  const int64_t blocks = w.cols / 16;
+  for (int64_t b = 0; b < blocks; ++b)
+    if (e4m3_to_float(w.scales[static_cast<size_t>(row * blocks + b)]) == 0.0f &&
+        raw_partial_bound(center, radius, static_cast<size_t>(b * 16), static_cast<size_t>(b * 16 + 16)) >=
+            kFoldingWatch)
+      return true;
+  return false;
+}
+
+// A row sum bounds every block sum, so ordinary rows never scan the weight scales.
+bool row_may_overflow_a_partial(std::span<const float> center, std::span<const float> radius) {
+  return raw_partial_bound(center, radius, 0, center.size()) >= kFoldingWatch;
+}
+
+Interval gemm_interval(const ExactDot& d, double alpha, double flip_sum, double gk, double floor) {
+  if (d.nan) return {kNaN, kNaN};
+  const double v = alpha * d.value();
+  const double a = std::fabs(alpha);
+  const double b = (gk * a * (d.abs_value() + flip_sum) + a * flip_sum) * (1 + 8 * kDoubleUnit) + floor;
+  if (!std::isfinite(v) || !std::isfinite(b) || fp32_may_overflow(d.abs_value() + flip_sum, alpha, v, b))
+    return {kNaN, kNaN};
+  return {v - b, v + b};
+}
+
+Interval w4a16_point_interval(const W4A16Dot& d, double alpha, double gk, double floor) {
+  if (!std::isfinite(d.value)) return {kNaN, kNaN};
+  const double v = alpha * d.value, a = std::fabs(alpha);
+  const double b = (gk * a * d.abs_value + a * d.error_bound) * (1 + 8 * kDoubleUnit) + floor;
+  if (!std::isfinite(b) || fp32_may_overflow(d.abs_value, alpha, v, b)) return {kNaN, kNaN};
+  return {v - b, v + b};
+}
+
+Interval w4a16_radius_interval(const W4A16Dot& d, const W4A16Dot& r, double alpha, double gk, double floor) {
+  const double a = std::fabs(alpha), fs = r.abs_value + r.error_bound;
+  const double v = alpha * d.value;
+  const double b = (gk * a * (d.abs_value + fs) + a * (fs + d.error_bound)) * (1 + 8 * kDoubleUnit) + floor;
+  return std::isfinite(v) && std::isfinite(b) && !fp32_may_overflow(d.abs_value + fs, alpha, v, b)
+             ? Interval{v - b, v + b}
+             : Interval{kNaN, kNaN};
+}
+
+FlipTerms flip_terms(const std::vector<std::pair<int32_t, double>>& flips, int64_t cols) {
+  FlipTerms t;
+  t.sparse = &flips;
+  if (static_cast<int64_t>(flips.size()) * 16 > cols) {
+    t.dense.assign(static_cast<size_t>(cols), 0.0);
+    for (const auto& [i, r] : flips) t.dense[static_cast<size_t>(i)] += r;
+  }
+  return t;
+}
+
+void flip_sums(const std::vector<FlipTerms>& fl, int64_t j0, int na, PackedNvfp4Row w, double* out) {
+  const double* dense[8];
+  int which[8], nd = 0;
+  for (int r = 0; r < na; ++r) {
+    const FlipTerms& t = fl[static_cast<size_t>(j0 + r)];
+    if (!t.dense.empty()) {
+      dense[nd] = t.dense.data();
+      which[nd++] = r;
+    } else {
+      out[r] = sparse_weighted_abs_sum(*t.sparse, w);  // 0 for no flips
+    }
+  }
+  if (nd == 0) return;
+  double got[8];
+  weighted_abs_sum_rows(dense, nd, w, got);
+  for (int k = 0; k < nd; ++k) out[which[k]] = got[k];
+}
+
+}  // namespace moefuzz::stages

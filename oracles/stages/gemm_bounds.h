@@ -1,0 +1,66 @@
+#pragma once
+// The derived bound of one GEMM element, shared by the gemm1 and gemm2 stages (derivation:
+// oracles/bounds.h, docs/oracle.md): alpha * exact dot +- (gamma_{K+extra} |alpha| (|dot| + flips) +
+// |alpha| flips) (1 + 8u_double) + the underflow floor; NaN (nothing said) where a correct fp32 kernel
+// may overflow.
+//
+// Example:
+//   const double gk = moefuzz::gamma_n(K + moefuzz::kGemmExtraRoundings, moefuzz::kFp32Unit);
+//   moefuzz::Interval y = moefuzz::stages::gemm_interval(dot, alpha, flip_sum, gk,
+//                                                       moefuzz::stages::gemm_floor(K, sda, sdw));
+#include <cstdint>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "core/nvfp4.h"
+#include "oracles/bounds.h"
+#include "oracles/exact_dot.h"
+
+namespace moefuzz::stages {
+
+// Loop tiling of both GEMM stages (speed only, no effect on values). W4A16: rows of one expert are
+// processed in blocks of kRowBlock with the weight row loop outside the row loop: each decoded weight
+// row is then read from memory once per block, while the block's activation rows stay in cache.
+inline constexpr int64_t kRowBlock = 32;
+// W4A4: rows per exact_dot_rows call (the most it takes); tiles hold 2 x kDotRows rows.
+inline constexpr int64_t kDotRows = 4;
+
+// Largest |e2m1 * e4m3| operand: 6 * 448.
+inline constexpr double kMaxOperand = 6.0 * 448.0;
+
+// Underflow floor of one GEMM element: each of the K + kGemmExtraRoundings operations may lose up
+// to 2^-126 (FTZ); an underflowed dequantized operand is further multiplied by the other operand,
+// at most kMaxOperand * S_d.
+double gemm_floor(int64_t k, double sda, double sdw);
+
+// True where a correct fp32 kernel may overflow to Inf/NaN (see gemm_bounds.cpp for the allowance).
+bool fp32_may_overflow(double abs_sum, double alpha, double v, double b);
+
+// W4A16 kernels may apply a block's scale after the block's 16-term partial sum: true when a
+// zero-scale block of weight row `row` may see its raw partial reach the overflow range.
+bool zero_scale_partial_may_overflow(std::span<const float> center, std::span<const float> radius,
+                                     const Nvfp4Matrix& w, int64_t row);
+// The cheap pre-test of zero_scale_partial_may_overflow over a whole input row.
+bool row_may_overflow_a_partial(std::span<const float> center, std::span<const float> radius);
+
+// Interval of a correct kernel's fp32 W4A4 GEMM result: alpha * exact sum, accumulation in any order
+// over operands that may deviate from the decoded center by the sparse flips (summed to flip_sum).
+// gk = gamma_n(k + kGemmExtraRoundings, kFp32Unit).
+Interval gemm_interval(const ExactDot& d, double alpha, double flip_sum, double gk, double floor);
+// The same for a W4A16 dot of a point activation row (gemm1).
+Interval w4a16_point_interval(const W4A16Dot& d, double alpha, double gk, double floor);
+// The same for a W4A16 dot of an activation row given as centers d plus radii r (gemm2).
+Interval w4a16_radius_interval(const W4A16Dot& d, const W4A16Dot& r, double alpha, double gk, double floor);
+
+// The code flips of one quantized row (column, weight), in the form the per-output loop reads
+// fastest: a dense per-column vector when they are many, else the sparse list.
+struct FlipTerms {
+  const std::vector<std::pair<int32_t, double>>* sparse = nullptr;
+  std::vector<double> dense;
+};
+FlipTerms flip_terms(const std::vector<std::pair<int32_t, double>>& flips, int64_t cols);
+// Flip magnitudes of rows j0 .. j0+na-1 (na <= 8) against packed weight row w: dense rows together.
+void flip_sums(const std::vector<FlipTerms>& fl, int64_t j0, int na, PackedNvfp4Row w, double* out);
+
+}  // namespace moefuzz::stages

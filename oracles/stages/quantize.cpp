@@ -1,0 +1,130 @@
+// Stage "quantize" (FC1 input) and the row admission both quantization stages share.
+#include "oracles/stages/quantize.h"
+
+#include <string>
+
+#include "core/bf16.h"
+#include "core/e2m1.h"
+#include "core/e4m3.h"
+#include "core/errors.h"
+#include "core/fp4_packing.h"
+#include "oracles/stages/quantize_row.h"
+
+namespace moefuzz::stages {
+
+Verdict inadmissible_code(const char* stage, const ExpandedRow& r, int64_t where, const Nvfp4Envelope& env,
+                          std::span<const uint8_t> codes, std::span<const uint8_t> scales) {
+  ElementError e;
+  e.where = {.token = r.token, .slot = r.slot, .expert = r.expert, .element = where >= 0 ? where : -1};
+  std::string msg;
+  if (where >= 0) {
+    const size_t i = static_cast<size_t>(where);
+    e.got = e2m1_to_float(codes[i]) * e4m3_to_float(scales[i / 16]);
+    e.expected = (env.lo[i] + env.hi[i]) / 2;
+    e.bound = (env.hi[i] - env.lo[i]) / 2;
+    msg = "kernel " + std::string(stage) + " code of element " + std::to_string(where) +
+          " decodes outside every admissible quantization of its input interval";
+  } else {
+    const size_t b = static_cast<size_t>(-1 - where);
+    e.got = e4m3_to_float(scales[b]);
+    e.expected = (e4m3_to_float(env.scale_lo[b]) + e4m3_to_float(env.scale_hi[b])) / 2;
+    e.bound = (e4m3_to_float(env.scale_hi[b]) - e4m3_to_float(env.scale_lo[b])) / 2;
+    e.where.element = static_cast<int64_t>(b) * 16;
+    msg = "kernel " + std::string(stage) + " block scale of block " + std::to_string(b) +
+          " is outside the admissible E4M3 range for its input interval";
+  }
+  Verdict v = Verdict::fail("ORACLE", stage, msg, e);
+  v.worst_elements.push_back(e);
+  v.compared = 1;
+  return v;
+}
+
+bool quantize_row(const char* stage, const ExpandedRow& er, int64_t j, std::span<const double> lo,
+                  std::span<const double> hi, const Nvfp4Envelope& env, float s_q,
+                  const std::optional<QuantizedRows>* exposed, QuantizedInputs& q, Verdict& fail,
+                  const std::vector<std::pair<int32_t, double>>* flips) {
+  const int64_t cols = static_cast<int64_t>(lo.size());
+  const bool use_kernel = exposed != nullptr && exposed->has_value() && er.slot >= 0;
+  if (env.indeterminate) {
+    q.indeterminate[static_cast<size_t>(j)] = 1;
+    return true;
+  }
+  if (use_kernel) {
+    const QuantizedRows& k = **exposed;
+    const std::span<const uint8_t> packed(k.packed.data() + er.slot * (cols / 2),
+                                          static_cast<size_t>(cols / 2));
+    const std::span<const uint8_t> scales(k.scales.data() + er.slot * (cols / 16),
+                                          static_cast<size_t>(cols / 16));
+    const std::vector<uint8_t> codes = unpack_fp4(packed);
+    const int64_t bad = nvfp4_admits(lo, hi, s_q, codes, scales);
+    if (bad != kAdmitted) {
+      fail = inadmissible_code(stage, er, bad, env, codes, scales);
+      return false;
+    }
+    q.rows.set_row(j, codes, scales);
+    return true;
+  }
+  q.rows.set_row(j, env.center_codes, env.center_scales);
+  if (flips != nullptr) {
+    q.flips[static_cast<size_t>(j)] = *flips;
+    return true;
+  }
+  for (int64_t i = 0; i < cols; ++i) {
+    const double r = env.radius(static_cast<size_t>(i), q.rows.operand(j, i));
+    if (r > 0) q.flips[static_cast<size_t>(j)].push_back({static_cast<int32_t>(i), r});
+  }
+  return true;
+}
+
+void check_exposed_shape(const std::optional<QuantizedRows>& q, int64_t rows, int64_t cols,
+                         const char* what) {
+  if (!q) return;
+  if (q->rows != rows || q->cols != cols || static_cast<int64_t>(q->packed.size()) != rows * cols / 2 ||
+      static_cast<int64_t>(q->scales.size()) != rows * cols / 16)
+    throw InputError(std::string("kernel ") + what + " has the wrong shape");
+}
+
+Fc1Memo::Fc1Memo(const Case& c) {
+  const int64_t T = c.recipe.shape.tokens, H = c.recipe.shape.hidden;
+  memo_ = c.recipe.quant.activations != ActivationFormat::kBf16 && T * H <= (int64_t{1} << 23);
+  tokens_.resize(memo_ ? static_cast<size_t>(T) : 0);
+}
+
+Fc1Input quantize_fc1(const Case& c, const ExpertRows& rows, float sq1,
+                      const std::optional<QuantizedRows>* kernel_codes, Fc1Memo& memo) {
+  const int64_t H = c.recipe.shape.hidden, n = rows.size();
+  const bool w4a16 = c.recipe.quant.activations == ActivationFormat::kBf16;
+  Fc1Input out{.quantized = QuantizedInputs(w4a16 ? 0 : n, n, H)};
+  if (w4a16) out.bf16.resize(static_cast<size_t>(n * H));
+  std::vector<double> xd(static_cast<size_t>(H));
+  for (int64_t j = 0; j < n; ++j) {
+    const ExpandedRow& er = rows.row(j);
+    const uint16_t* src = c.hidden.data() + er.token * H;
+    for (int64_t i = 0; i < H; ++i) xd[static_cast<size_t>(i)] = bf16_to_float(src[i]);
+    if (w4a16) {
+      for (int64_t i = 0; i < H; ++i)
+        out.bf16[static_cast<size_t>(j * H + i)] = static_cast<float>(xd[static_cast<size_t>(i)]);
+      continue;
+    }
+    // The exact input is a point: its envelope is every correct quantizer's outcome.
+    Fc1Memo::Token scratch;
+    Fc1Memo::Token& te = memo.token(er.token, scratch);
+    if (!te.have || !(te.sq == sq1)) {
+      te.env = nvfp4_envelope(xd, xd, xd, sq1);
+      te.sq = sq1;
+      te.have = true;
+      te.have_flips = false;
+    }
+    const bool use_kernel = kernel_codes != nullptr && kernel_codes->has_value() && er.slot >= 0;
+    if (!quantize_row("fc1_quant", er, j, xd, xd, te.env, sq1, kernel_codes, out.quantized, out.admissibility,
+                      te.have_flips ? &te.flips : nullptr))
+      return out;
+    if (!te.have_flips && !use_kernel && !te.env.indeterminate) {
+      te.flips = out.quantized.flips[static_cast<size_t>(j)];
+      te.have_flips = true;
+    }
+  }
+  return out;
+}
+
+}  // namespace moefuzz::stages

@@ -1,0 +1,64 @@
+#pragma once
+// Stages "quantize" (FC1 input, SPEC.md §3.7 step 1) and "quantize2" (FC2 input, step 4): the NVFP4
+// quantization of an expert's input rows. Expected value: the envelope of every code and block scale
+// a correct quantizer under the profile may produce from an input inside its interval
+// (oracles/bounds.h nvfp4_envelope). Admissibility: codes the kernel exposes must lie in that envelope
+// (stage "fc1_quant" / "fc2_quant"), and are then used as given; codes it does not expose are
+// covered instead (each element's flip radius widens the following GEMM's bound). W4A16 layers
+// quantize nothing: their FC1 input is the bf16 hidden row, their FC2 input the activation interval.
+//
+// Example:
+//   moefuzz::stages::Fc1Memo memo(c);
+//   moefuzz::stages::Fc1Input in = moefuzz::stages::quantize_fc1(c, rows, sq1, &kernel.fc1_input, memo);
+//   if (!in.admissibility.passed()) return in.admissibility;   // the kernel's codes are inadmissible
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "core/case.h"
+#include "core/layer_io.h"
+#include "core/verdict.h"
+#include "oracles/stages/stage_types.h"
+
+namespace moefuzz::stages {
+
+// Throws InputError when the kernel's exposed quantized rows do not have the case's shape.
+void check_exposed_shape(const std::optional<QuantizedRows>& q, int64_t rows, int64_t cols, const char* what);
+
+// FC1 envelopes of the tokens (the FC1 input of a token is the same point for each of its rows: one
+// envelope, and one set of unconditioned flips, per token and quantization scale), kept up to 2^23
+// elements of [T, H] (~18 bytes per element).
+class Fc1Memo {
+ public:
+  explicit Fc1Memo(const Case& c);
+  struct Token {
+    bool have = false, have_flips = false;
+    float sq = 0;
+    Nvfp4Envelope env;
+    std::vector<std::pair<int32_t, double>> flips;
+  };
+  Token& token(int64_t t, Token& scratch) { return memo_ ? tokens_[static_cast<size_t>(t)] : scratch; }
+
+ private:
+  bool memo_ = false;
+  std::vector<Token> tokens_;
+};
+
+struct Fc1Input {
+  Verdict admissibility = Verdict::pass("ORACLE", "fc1_quant");
+  QuantizedInputs quantized;  // W4A4
+  std::vector<float> bf16;    // W4A16: n * H point rows
+};
+// kernel_codes: the kernel's exposed FC1 input (nullptr or empty: none).
+Fc1Input quantize_fc1(const Case& c, const ExpertRows& rows, float sq1,
+                      const std::optional<QuantizedRows>* kernel_codes, Fc1Memo& memo);
+
+struct Fc2Input {
+  Verdict admissibility = Verdict::pass("ORACLE", "fc2_quant");
+  QuantizedInputs quantized;  // W4A4
+  Bf16Operands fp32;          // W4A16: the interval's fp32 center plus a radius covering the rest
+};
+Fc2Input quantize_fc2(const Case& c, const ExpertRows& rows, float sq2, const ActivationRows& h,
+                      const std::optional<QuantizedRows>* kernel_codes);
+
+}  // namespace moefuzz::stages

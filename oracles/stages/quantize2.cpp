@@ -1,0 +1,41 @@
+// Stage "quantize2" (FC2 input, SPEC.md §3.7 step 4): the activation interval of each row quantized
+// (W4A4), or carried as fp32 centers plus radii (W4A16).
+#include <algorithm>
+
+#include "oracles/stages/quantize.h"
+#include "oracles/stages/quantize_row.h"
+
+namespace moefuzz::stages {
+
+Fc2Input quantize_fc2(const Case& c, const ExpertRows& rows, float sq2, const ActivationRows& h,
+                      const std::optional<QuantizedRows>* kernel_codes) {
+  const int64_t I = h.cols, n = rows.size();
+  const bool w4a16 = c.recipe.quant.activations == ActivationFormat::kBf16;
+  Fc2Input out{.quantized = QuantizedInputs(w4a16 ? 0 : n, n, I)};
+  if (w4a16) {
+    out.fp32.center.resize(static_cast<size_t>(n * I));
+    out.fp32.radius.resize(static_cast<size_t>(n * I));
+  }
+  for (int64_t j = 0; j < n; ++j) {
+    const size_t row0 = static_cast<size_t>(j * I);
+    const std::span<const double> hlo(h.lo.data() + row0, static_cast<size_t>(I)),
+        hhi(h.hi.data() + row0, static_cast<size_t>(I)), hc(h.center.data() + row0, static_cast<size_t>(I));
+    if (w4a16) {
+      // W4A16 GEMM2 operand: the interval's center in fp32 plus a radius that covers the rest.
+      for (int64_t o = 0; o < I; ++o) {
+        const float center = static_cast<float>(hc[static_cast<size_t>(o)]);
+        const double r = std::max(hhi[static_cast<size_t>(o)] - center, center - hlo[static_cast<size_t>(o)]);
+        out.fp32.center[row0 + static_cast<size_t>(o)] = center;
+        out.fp32.radius[row0 + static_cast<size_t>(o)] = float_up(r);
+      }
+    } else if (h.nan[static_cast<size_t>(j)]) {
+      out.quantized.indeterminate[static_cast<size_t>(j)] = 1;
+    } else if (!quantize_row("fc2_quant", rows.row(j), j, hlo, hhi, nvfp4_envelope(hlo, hhi, hc, sq2), sq2,
+                             kernel_codes, out.quantized, out.admissibility)) {
+      return out;
+    }
+  }
+  return out;
+}
+
+}  // namespace moefuzz::stages
