@@ -150,8 +150,30 @@ std::string_view fault_kind_name(FaultKind kind) {
       return "bad-result";
     case FaultKind::kPluginError:
       return "plugin-error";
+    case FaultKind::kOutOfMemory:
+      return "oom";
+    case FaultKind::kDeviceError:
+      return "device-error";
   }
   return "unknown";
+}
+
+std::string_view fault_report_class(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::kCrash:
+      return "CRASH";
+    case FaultKind::kTimeout:
+      return "HANG";
+    case FaultKind::kBadResult:
+      return "BAD-RESULT";
+    case FaultKind::kPluginError:
+      return "ERROR";
+    case FaultKind::kOutOfMemory:
+      return "OOM";
+    case FaultKind::kDeviceError:
+      return "DEVICE-ERROR";
+  }
+  return "UNKNOWN";
 }
 
 void ResultWriter::append(const void* bytes, size_t n) {
@@ -207,7 +229,7 @@ std::vector<uint8_t> run_isolated(const std::string& what, size_t max_result_byt
     case ChildStatus::kReportedError:
       throw KernelFault(FaultKind::kPluginError, what + ": plugin-error: " + message, 0, s);
     case ChildStatus::kFault:
-      if (h->fault_kind <= static_cast<uint32_t>(FaultKind::kPluginError))
+      if (h->fault_kind <= static_cast<uint32_t>(FaultKind::kDeviceError))
         throw KernelFault(static_cast<FaultKind>(h->fault_kind), what + ": " + message, 0, s);
       throw KernelFault(FaultKind::kBadResult, what + ": bad-result: corrupt result header", 0, s);
     case ChildStatus::kInputError:
