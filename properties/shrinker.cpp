@@ -12,6 +12,7 @@
 #include "core/case.h"
 #include "core/errors.h"
 #include "core/recipe_text.h"
+#include "kernels/isolated_run.h"
 #include "properties/check_engine.h"
 
 namespace moefuzz {
@@ -99,10 +100,10 @@ class Shrinker {
   void set_signature(const std::string& sig) {
     sig_ = sig;
     const std::string code = sig.substr(0, sig.find('/'));
-    const auto& reg = invariant_registry();
-    const bool is_invariant =
-        std::any_of(reg.begin(), reg.end(), [&](const Invariant& inv) { return inv.code == code; });
-    if (o_.all_invariants || !is_invariant) {  // a kernel fault (CRASH/layer, ...) shows under any invariant
+    bool is_fault = false;  // CRASH/layer, HANG/supports, ...: shows under any invariant
+    for (int k = 0; k <= static_cast<int>(FaultKind::kDeviceError); ++k)
+      is_fault = is_fault || fault_report_class(static_cast<FaultKind>(k)) == code;
+    if (o_.all_invariants || is_fault) {
       invs_ = select_invariants("all");
     } else {
       invs_ = {&invariant_by_code(sig.substr(0, sig.find('/')))};

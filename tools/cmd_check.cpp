@@ -12,6 +12,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/interrupt.h"
 #include "core/output_path.h"
 #include "kernels/plugin_kernel.h"
 #include "kernels/registry.h"
@@ -93,6 +94,10 @@ void add_check_command(CLI::App& app, int& exit_code) {
     const std::string out_dir = a.out.empty() ? default_out_dir(a.kernel, a.seed) : a.out;
     if (!a.json.empty()) check_output_file(a.json);
     check_output_dir(out_dir);
+    // SIGINT/SIGTERM: stop at the next case or invariant, end the kernel's child, print the summary
+    // so far and write the JSON (the other commands keep the default: they end at once, and their
+    // kernel children with them through PR_SET_PDEATHSIG).
+    install_interrupt_handlers();
     const auto kernel = make_kernel(a.kernel);
     CampaignOptions o;
     o.kernel_name = a.kernel;

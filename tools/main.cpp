@@ -28,8 +28,6 @@ int main(int argc, char** argv) {
           },
           "BYTES"))
       ->capture_default_str();
-  // SIGINT/SIGTERM: stop at the next boundary, end the kernel's child, print what was done.
-  moefuzz::install_interrupt_handlers();
   int exit_code = moefuzz::kExitOk;
   moefuzz::cli::add_list_command(app, exit_code);
   moefuzz::cli::add_show_command(app, exit_code);

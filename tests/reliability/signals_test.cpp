@@ -66,12 +66,17 @@ bool alive(pid_t pid) {
   return close != std::string::npos && close + 2 < line.size() && line[close + 2] != 'Z';
 }
 
-// Waits until the process has a child (a kernel call in flight) or gives up after `limit`.
+// Waits until the process has a child that lives on (the hanging kernel call, not the short
+// isolated calls of loading the plugin and of supports()) or gives up after `limit`.
 std::vector<pid_t> wait_for_children(pid_t pid, std::chrono::seconds limit) {
   const auto end = std::chrono::steady_clock::now() + limit;
   while (std::chrono::steady_clock::now() < end) {
     auto c = children_of(pid);
-    if (!c.empty()) return c;
+    if (!c.empty()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      if (children_of(pid) == c) return c;
+      continue;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return {};
