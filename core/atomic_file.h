@@ -9,6 +9,7 @@
 
 namespace moefuzz {
 
+// Throws InputError when something other than a regular file is at `path` (never replaced).
 void write_file_atomically(const std::string& path, const std::string& content);
 // mkdir -p; throws InputError naming the path on failure.
 void make_directories(const std::string& path);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <limits>
 
 #include "core/case.h"
 
@@ -91,6 +92,17 @@ std::optional<RecipeIssue> check_routing(const CaseRecipe& r) {
   if (!enum_in_range(g.shared_fusion, SharedFusion::kFused)) return issue("shared_fusion", "unknown fusion");
   if (!std::isfinite(g.routed_scaling_factor) || !(g.routed_scaling_factor > 0))
     return issue("routed_scaling_factor", fmt::format("{} must be finite and > 0", g.routed_scaling_factor));
+  // Every profile (and the plugin ABI) applies rsf as an fp32 factor. Below 2^-126 its fp32 value is
+  // subnormal: its rounding error is absolute (up to 2^-150), not relative, so the relative error
+  // model every kernel and the oracle's bounds share no longer holds (1e-40 rounds to 9.99995e-41,
+  // and products with weights < 1 flush toward zero); above the largest finite fp32 it is inf.
+  // Real models use rsf in [1, 16]; the validator says so instead of reporting false findings.
+  if (g.routed_scaling_factor < static_cast<double>(std::numeric_limits<float>::min()) ||
+      g.routed_scaling_factor > static_cast<double>(std::numeric_limits<float>::max()))
+    return issue("routed_scaling_factor",
+                 fmt::format("{} is outside the normal fp32 range [2^-126, {}] that kernels apply it in "
+                             "(subnormal or infinite as an fp32 factor)",
+                             g.routed_scaling_factor, std::numeric_limits<float>::max()));
   if (g.shared_fusion == SharedFusion::kFused && r.shape.shared_experts < 1)
     return issue("shared_fusion", "fused needs shared_experts >= 1");
   if (g.vocab != 0) {

@@ -107,6 +107,11 @@ std::string format_failure_report(const CaseRecipe& recipe, const Verdict& v, co
   out += fmt::format("kernel: {}\n", kernel);
   out += fmt::format("config: {}\n", describe_recipe(recipe));
   out += fmt::format("check: {}  stage: {}\n", v.invariant, v.stage);
+  if (v.kernel_fault) {  // nothing was compared: no location, no numbers
+    out += fmt::format("message: {}\n", v.message);
+    out += fmt::format("REPRO: {}\n", repro_command);
+    return out;
+  }
   out += fmt::format("location: {}\n", location_text(v.worst.where));
   out += fmt::format("got {}  expected {}  bound {}  ratio {}\n", format_real(v.worst.got),
                      format_real(v.worst.expected), format_real(v.worst.bound), format_real(v.worst.ratio()));

@@ -31,7 +31,9 @@ struct ElementError {
   }
 };
 
-enum class Outcome : uint8_t { kPass, kFail, kSkip, kVacuous };
+// kNotEvaluated: the invariant could not run because the kernel faulted on the case (crash, hang,
+// error, ...): the fault is the case's one finding, and the invariant is neither passed nor failed.
+enum class Outcome : uint8_t { kPass, kFail, kSkip, kVacuous, kNotEvaluated };
 
 struct Verdict {
   Outcome outcome = Outcome::kPass;
@@ -42,6 +44,9 @@ struct Verdict {
   std::vector<ElementError> worst_elements;  // up to 30, NaN first, then by ratio
   double max_ratio = 0;  // max error/bound over all compared elements (reported on pass too)
   int64_t compared = 0;  // number of elements compared (0 on a pass means vacuous)
+  // The kernel faulted (invariant = its class: CRASH, HANG, ERROR, ...): there was no output, so
+  // location, got, expected and bound mean nothing and reports leave them out.
+  bool kernel_fault = false;
 
   // A vacuous verdict (the bound would also accept a trivial corruption) is neither a pass nor a
   // failure: it is counted apart in summaries.
@@ -56,6 +61,13 @@ struct Verdict {
   static Verdict skip(std::string invariant, std::string reason) {
     Verdict v;
     v.outcome = Outcome::kSkip;
+    v.invariant = std::move(invariant);
+    v.message = std::move(reason);
+    return v;
+  }
+  static Verdict not_evaluated(std::string invariant, std::string reason) {
+    Verdict v;
+    v.outcome = Outcome::kNotEvaluated;
     v.invariant = std::move(invariant);
     v.message = std::move(reason);
     return v;

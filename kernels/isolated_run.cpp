@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -12,9 +13,11 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <system_error>
 
 #include "core/errors.h"
+#include "core/interrupt.h"
 
 namespace moefuzz {
 namespace {
@@ -65,10 +68,20 @@ void copy_message(ResultHeader* h, const std::string& m) {
   h->message[n] = '\0';
 }
 
-[[noreturn]] void run_child(const SharedRegion& region, size_t capacity, const IsolatedBody& body) {
+[[noreturn]] void run_child(const SharedRegion& region, size_t capacity, const IsolatedBody& body,
+                            pid_t parent) {
+  // The child dies with its parent, however the parent ends (SIGKILL included): the kernel signals
+  // the death of the forking thread. The getppid check closes the race of a parent that died
+  // between fork and prctl. Its own process group, so the parent can kill whatever the kernel
+  // forked (kill(-pid)) and a terminal's Ctrl-C reaches only moefuzz, which then ends the child.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(0);
+  setpgid(0, 0);
   // Crash signals must kill the child (that is how the parent sees them), not run a handler the
-  // parent installed (gtest, ASan) that would turn a crash into an ordinary exit.
-  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS}) signal(sig, SIG_DFL);
+  // parent installed (gtest, ASan) that would turn a crash into an ordinary exit. SIGINT/SIGTERM:
+  // the parent's "stop soon" handler means nothing here; they end the child.
+  for (int sig : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGTRAP, SIGSYS, SIGINT, SIGTERM})
+    signal(sig, SIG_DFL);
   ResultHeader* h = region.header();
   ChildStatus status = ChildStatus::kOk;
   ResultWriter writer(region.payload(), capacity);
@@ -85,6 +98,12 @@ void copy_message(ResultHeader* h, const std::string& m) {
   } catch (const InputError& e) {
     status = ChildStatus::kInputError;
     copy_message(h, e.what());
+  } catch (const std::bad_alloc& e) {
+    // In the child only the kernel's call and the copy of its result allocate: its process is out of
+    // memory (an address-space limit, or an absurd request by the kernel).
+    status = ChildStatus::kFault;
+    h->fault_kind = static_cast<uint32_t>(FaultKind::kOutOfMemory);
+    copy_message(h, std::string("oom: allocation failed in the kernel's process (") + e.what() + ")");
   } catch (const std::exception& e) {
     status = ChildStatus::kInternalError;
     copy_message(h, e.what());
@@ -105,7 +124,9 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 // waitpid with a deadline. Preferred: a pidfd (Linux >= 5.3), which poll() reports readable the
 // moment the child exits. Fallback: poll waitpid with a short, growing sleep. Not a pipe: its write
 // end would leak into processes other threads fork concurrently and stay open past our child's end.
-bool wait_with_timeout(pid_t pid, std::chrono::milliseconds timeout, int& wstatus) {
+enum class WaitEnd { kExited, kTimedOut, kInterrupted };
+
+WaitEnd wait_with_timeout(pid_t pid, std::chrono::milliseconds timeout, int& wstatus) {
   const auto t0 = std::chrono::steady_clock::now();
   const auto deadline = t0 + timeout;
 #ifdef SYS_pidfd_open
@@ -118,9 +139,13 @@ bool wait_with_timeout(pid_t pid, std::chrono::milliseconds timeout, int& wstatu
       const int r = poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)) + 1);
       if (r > 0) break;                    // exited
       if (r < 0 && errno != EINTR) break;  // fall through to the waitpid loop below
+      if (interrupt_requested()) {
+        close(pidfd);
+        return WaitEnd::kInterrupted;
+      }
       if (r == 0 && std::chrono::steady_clock::now() >= deadline) {
         close(pidfd);
-        return false;
+        return WaitEnd::kTimedOut;
       }
     }
     close(pidfd);
@@ -129,9 +154,10 @@ bool wait_with_timeout(pid_t pid, std::chrono::milliseconds timeout, int& wstatu
   long sleep_ns = 20'000;  // 20 us, doubling up to 2 ms: fast kernels return fast, hangs cost ~0 CPU
   for (;;) {
     pid_t r = waitpid(pid, &wstatus, WNOHANG);
-    if (r == pid) return true;
+    if (r == pid) return WaitEnd::kExited;
     if (r < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), "waitpid");
-    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (interrupt_requested()) return WaitEnd::kInterrupted;
+    if (std::chrono::steady_clock::now() >= deadline) return WaitEnd::kTimedOut;
     timespec ts{0, sleep_ns};
     nanosleep(&ts, nullptr);
     sleep_ns = std::min(sleep_ns * 2, 2'000'000L);
@@ -158,6 +184,24 @@ std::string_view fault_kind_name(FaultKind kind) {
   return "unknown";
 }
 
+std::string_view fault_report_class(FaultKind kind) {
+  switch (kind) {
+    case FaultKind::kCrash:
+      return "CRASH";
+    case FaultKind::kTimeout:
+      return "HANG";
+    case FaultKind::kBadResult:
+      return "BAD-RESULT";
+    case FaultKind::kPluginError:
+      return "ERROR";
+    case FaultKind::kOutOfMemory:
+      return "OOM";
+    case FaultKind::kDeviceError:
+      return "DEVICE-ERROR";
+  }
+  return "UNKNOWN";
+}
+
 void ResultWriter::append(const void* bytes, size_t n) {
   if (n > capacity_ - used_)
     throw std::length_error("isolated result exceeds its region (" + std::to_string(capacity_) + " bytes)");
@@ -170,15 +214,20 @@ std::vector<uint8_t> run_isolated(const std::string& what, size_t max_result_byt
   SharedRegion region(sizeof(ResultHeader) + max_result_bytes);
   std::fflush(nullptr);  // nothing buffered is duplicated into the child
   const auto t0 = std::chrono::steady_clock::now();
+  const pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) throw std::system_error(errno, std::generic_category(), "fork for " + what);
-  if (pid == 0) run_child(region, max_result_bytes, body);
+  if (pid == 0) run_child(region, max_result_bytes, body, parent);
+  setpgid(pid, pid);  // also from the parent: the group exists before any kill(-pid) below
 
   int wstatus = 0;
-  if (!wait_with_timeout(pid, limits.timeout, wstatus)) {
+  const WaitEnd end = wait_with_timeout(pid, limits.timeout, wstatus);
+  if (end != WaitEnd::kExited) {
+    kill(-pid, SIGKILL);  // the child's group: whatever the kernel forked goes too
     kill(pid, SIGKILL);
     while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
     }
+    if (end == WaitEnd::kInterrupted) throw Interrupted(interrupt_signal());  // not the kernel's fault
     const double s = seconds_since(t0);
     throw KernelFault(
         FaultKind::kTimeout,
@@ -186,6 +235,14 @@ std::vector<uint8_t> run_isolated(const std::string& what, size_t max_result_byt
         s);
   }
   const double s = seconds_since(t0);
+  if (WIFSIGNALED(wstatus) && WTERMSIG(wstatus) == SIGKILL) {
+    // We did not send it (our kills are above): on Linux the out-of-memory killer's signal.
+    throw KernelFault(FaultKind::kOutOfMemory,
+                      what +
+                          ": oom: killed by SIGKILL, which moefuzz did not send (the out-of-memory "
+                          "killer, or a kill from outside)",
+                      SIGKILL, s);
+  }
   if (WIFSIGNALED(wstatus)) {
     const int sig = WTERMSIG(wstatus);
     const char* name = strsignal(sig);

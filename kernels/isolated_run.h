@@ -31,11 +31,14 @@ enum class FaultKind : uint8_t {
   kTimeout,      // the child ran past the timeout and was killed
   kBadResult,    // the child exited without a complete, well-formed result
   kPluginError,  // the kernel itself reported an error for a case it claims to support
-  kOutOfMemory,  // the kernel ran out of (host or device) memory on a case it claims to support
-  kDeviceError,  // a CUDA error in the kernel (illegal address, device-side assert, launch failure)
+  kOutOfMemory,  // the kernel's process ran out of memory (its allocation failed or it was killed for it)
+  kDeviceError,  // the accelerator reported an error (CUDA error, lost device) during the kernel's call
 };
 // "crash", "timeout", "bad-result", "plugin-error", "oom", "device-error".
 std::string_view fault_kind_name(FaultKind kind);
+// The finding class a report prints for a fault: "CRASH", "HANG", "BAD-RESULT", "ERROR", "OOM",
+// "DEVICE-ERROR".
+std::string_view fault_report_class(FaultKind kind);
 
 // A kernel misbehaved in a way that has no output to compare: report it as a finding (exit 1),
 // never as bad input (InputError, exit 2). what() is one line naming the kernel and the fault.

@@ -3,12 +3,16 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <filesystem>
+#include <new>
 #include <ostream>
 #include <sstream>
 
 #include "core/atomic_file.h"
 #include "core/case.h"
 #include "core/profile.h"
+#include "core/errors.h"
+#include "core/interrupt.h"
 #include "core/recipe_text.h"
 #include "core/report.h"
 #include "properties/gen/recipe_gen.h"
@@ -20,6 +24,23 @@ std::string sanitize(std::string s) {
   for (char& c : s)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') c = '_';
   return s;
+}
+
+// The NNN of the highest "finding-NNN-*" file in `dir`, 0 when none (or no such directory).
+int64_t highest_finding_index(const std::string& dir) {
+  int64_t highest = 0;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("finding-", 0) != 0) continue;
+    int64_t n = 0;
+    size_t i = 8;
+    for (; i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])) && n < (int64_t{1} << 40);
+         ++i)
+      n = n * 10 + (name[i] - '0');
+    if (i > 8 && i < name.size() && name[i] == '-') highest = std::max(highest, n);
+  }
+  return highest;
 }
 
 }  // namespace
@@ -39,7 +60,13 @@ Finding save_finding(const CaseRecipe& recipe, const Verdict& v, const std::stri
   make_directories(out_dir);
   Finding f;
   f.signature = v.signature();
-  const std::string stem = fmt::format("{}/finding-{:03d}-{}", out_dir, index, sanitize(f.signature));
+  // Never over an earlier finding (another run into the same directory): take the next free number.
+  std::string stem;
+  for (;; ++index) {
+    stem = fmt::format("{}/finding-{:03d}-{}", out_dir, index, sanitize(f.signature));
+    std::error_code ec;
+    if (!std::filesystem::exists(stem + ".moefuzz", ec) && !std::filesystem::exists(stem + ".txt", ec)) break;
+  }
   f.recipe_path = stem + ".moefuzz";
   f.report_path = stem + ".txt";
   f.repro = fmt::format("moefuzz replay {} --kernel {}{}", f.recipe_path, kernel_name,
@@ -66,6 +93,13 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   CheckOptions co{.invariants = o.invariants, .run = o.run, .profile = o.profile};
+  // Findings of earlier runs in the same directory are kept: this run numbers after them.
+  const int64_t earlier = highest_finding_index(o.out_dir);
+  if (earlier > 0)
+    log << fmt::format(
+        "moefuzz: {} holds findings of an earlier run (up to finding-{:03d}); they are kept, "
+        "new ones are numbered after them\n",
+        o.out_dir, earlier);
   int64_t consecutive_unsupported = 0;
   for (uint64_t index = 0;; ++index) {
     if (o.cases > 0 && s.cases >= o.cases) break;
@@ -75,9 +109,16 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     const int size = static_cast<int>(std::min<uint64_t>(100, index));
     CaseRecipe r = gen::sample(gen, o.seed, index, size);
     r.profile = profile;
-    if (!kernel.supports(r).empty() || !validate(r).empty()) {
+    if (interrupt_requested()) {
+      s.interrupted_by = interrupt_signal();
+      break;
+    }
+    std::optional<Verdict> supports_fault;
+    const std::string invalid = validate(r);
+    const std::string unsupported = invalid.empty() ? supports_or_fault(kernel, r, supports_fault) : invalid;
+    if (!unsupported.empty() && !supports_fault) {
       ++s.unsupported;
-      s.last_unsupported = validate(r).empty() ? kernel.supports(r) : validate(r);
+      s.last_unsupported = unsupported;
       if (++consecutive_unsupported > 10000) {
         log << "moefuzz: the kernel supports none of 10000 consecutive drawn recipes; stopping\n";
         break;
@@ -85,8 +126,31 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
       continue;
     }
     consecutive_unsupported = 0;
-    const Case c = materialize(r);
-    const CaseReport rep = check_case(kernel, c, co);
+    if (o.seconds > 0)
+      co.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(o.seconds));
+    CaseReport rep;
+    try {
+      // A fault in supports() is the case's finding: nothing else runs on it.
+      rep = supports_fault ? fault_report(*supports_fault, co) : check_case(kernel, materialize(r), co);
+    } catch (const Interrupted&) {
+      s.interrupted_by = interrupt_signal();
+      break;  // the interrupted case is not counted: its checks did not all run
+    } catch (const std::bad_alloc&) {
+      // moefuzz itself ran out of memory (oracle, framework): a tool error, never the kernel's
+      // finding. The case is saved so the failure can be reproduced and reported.
+      const std::string path = fmt::format("{}/tool-error-oom-{}.moefuzz", o.out_dir, index);
+      std::string text = to_text(r);
+      const size_t eol = text.find('\n');
+      text.insert(eol == std::string::npos ? text.size() : eol + 1,
+                  "# moefuzz tool error: out of memory in moefuzz while checking this case\n# kernel: " +
+                      o.kernel_name + "\n");
+      write_file_atomically(path, text);
+      throw InputError(fmt::format(
+          "out of memory in moefuzz itself while checking a case (saved to {}); not a finding of the kernel: "
+          "lower --max-case-bytes or the shapes",
+          path));
+    }
     tally(s.tallies, rep);
     ++s.cases;
     if (rep.failed()) {
@@ -96,8 +160,8 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
       if (it != s.findings.end()) {
         ++it->occurrences;
       } else {
-        Finding f = save_finding(r, v, o.kernel_name, o.out_dir, static_cast<int64_t>(s.findings.size()) + 1,
-                                 o.profile);
+        Finding f = save_finding(r, v, o.kernel_name, o.out_dir,
+                                 earlier + static_cast<int64_t>(s.findings.size()) + 1, o.profile);
         log << (o.progress ? "\n" : "")
             << fmt::format("FINDING {}: {}\n  REPRO: {}\n", f.signature, v.message, f.repro);
         s.findings.push_back(f);
@@ -122,11 +186,14 @@ std::string format_summary_table(const CampaignSummary& s) {
       "moefuzz check: kernel {}, seed {}, {} cases in {:.1f}s ({} drawn recipes outside the kernel's "
       "domain)\n",
       s.kernel, s.seed, s.cases, s.seconds, s.unsupported);
-  out += fmt::format("{:<9} {:>8} {:>6} {:>8} {:>8} {:>9} {:>16}\n", "invariant", "pass", "fail", "skip",
-                     "vacuous", "vacuous%", "max err/bound");
+  if (s.interrupted_by != 0)
+    out += fmt::format("interrupted by signal {}: the summary covers the cases completed before it\n",
+                       s.interrupted_by);
+  out += fmt::format("{:<12} {:>8} {:>6} {:>8} {:>8} {:>9} {:>8} {:>16}\n", "invariant", "pass", "fail", "skip",
+                     "vacuous", "vacuous%", "not-eval", "max err/bound");
   for (const auto& [code, t] : s.tallies)
-    out += fmt::format("{:<9} {:>8} {:>6} {:>8} {:>8} {:>8.1f}% {:>16.3g}\n", code, t.passed, t.failed,
-                       t.skipped, t.vacuous, 100 * t.vacuous_share(), t.max_ratio);
+    out += fmt::format("{:<12} {:>8} {:>6} {:>8} {:>8} {:>8.1f}% {:>8} {:>16.3g}\n", code, t.passed, t.failed,
+                       t.skipped, t.vacuous, 100 * t.vacuous_share(), t.not_evaluated, t.max_ratio);
   if (s.findings.empty()) {
     out += "no findings\n";
   } else {
@@ -145,12 +212,14 @@ nlohmann::json summary_json(const CampaignSummary& s) {
   j["cases"] = s.cases;
   j["unsupported"] = s.unsupported;
   j["seconds"] = s.seconds;
+  if (s.interrupted_by != 0) j["interrupted_by_signal"] = s.interrupted_by;
   for (const auto& [code, t] : s.tallies)
     j["invariants"][code] = {{"pass", t.passed},
                              {"fail", t.failed},
                              {"skip", t.skipped},
                              {"vacuous", t.vacuous},
                              {"vacuous_share", t.vacuous_share()},
+                             {"not_evaluated", t.not_evaluated},
                              {"max_ratio", t.max_ratio}};
   j["findings"] = nlohmann::json::array();
   for (const auto& f : s.findings)

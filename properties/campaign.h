@@ -51,6 +51,7 @@ struct CampaignSummary {
   int64_t unsupported = 0;       // drawn but outside the kernel's domain
   std::string last_unsupported;  // the kernel's reason for the last one (shown when nothing ran)
   double seconds = 0;
+  int interrupted_by = 0;  // the signal (SIGINT, SIGTERM) that stopped the campaign early, else 0
   Tallies tallies;
   std::vector<Finding> findings;
 };

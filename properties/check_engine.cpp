@@ -2,11 +2,50 @@
 
 #include <chrono>
 #include <cmath>
+#include <new>
 #include <stdexcept>
 
 #include "core/errors.h"
+#include "core/interrupt.h"
+#include "kernels/isolated_run.h"
 
 namespace moefuzz {
+namespace {
+
+// The stage a fault message names ("route returned an error", "route wrote topk_ids..."), else
+// `fallback` (the whole call: "layer" or "supports"). A plugin runs all its stages in one isolated
+// call, so a crash or hang carries no stage; a reported error or a bad id does.
+std::string stage_named_in(const std::string& message, const std::string& fallback) {
+  for (const char* stage : {"route", "quantize", "gemm1", "activation", "gemm2", "combine"}) {
+    const std::string s(stage);
+    if (message.find(": " + s + " returned an error") != std::string::npos ||
+        message.find(": " + s + " wrote ") != std::string::npos ||
+        message.find("bad-result: " + s + " ") != std::string::npos)
+      return s;
+  }
+  return fallback;
+}
+
+void mark_rest_not_evaluated(CaseReport& rep, const CheckOptions& options, size_t from,
+                             const std::string& why) {
+  for (size_t i = from; i < options.invariants.size(); ++i)
+    rep.verdicts.push_back(Verdict::not_evaluated(options.invariants[i]->code, why));
+}
+
+Verdict fault_verdict(const KernelFault& f, const std::string& call) {
+  Verdict v =
+      Verdict::fail(std::string(fault_report_class(f.kind())), stage_named_in(f.what(), call), f.what());
+  v.kernel_fault = true;
+  return v;
+}
+
+Verdict error_verdict(const std::string& message, const std::string& call) {
+  Verdict v = Verdict::fail(std::string(fault_report_class(FaultKind::kPluginError)), call, message);
+  v.kernel_fault = true;
+  return v;
+}
+
+}  // namespace
 
 bool CaseReport::failed() const {
   for (const auto& v : verdicts)
@@ -20,26 +59,79 @@ const Verdict& CaseReport::first_failure() const {
   throw std::logic_error("first_failure on a passing report");
 }
 
+const Verdict* CaseReport::fault() const {
+  for (const auto& v : verdicts)
+    if (v.kernel_fault) return &v;
+  return nullptr;
+}
+
+CaseReport fault_report(const Verdict& fault, const CheckOptions& options) {
+  CaseReport rep;
+  rep.verdicts.push_back(fault);
+  mark_rest_not_evaluated(rep, options, 0, "not evaluated: the kernel faulted (" + fault.signature() + ")");
+  return rep;
+}
+
+std::string supports_or_fault(const Kernel& kernel, const CaseRecipe& recipe, std::optional<Verdict>& fault) {
+  fault.reset();
+  try {
+    return kernel.supports(recipe);
+  } catch (const KernelFault& f) {
+    fault = fault_verdict(f, "supports");
+  } catch (const InputError& e) {
+    throw;  // bad outside input (a plugin this build cannot run): exit 2
+  } catch (const std::bad_alloc&) {
+    throw;  // moefuzz's own allocation failed: a tool error, never the kernel's finding
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::exception& e) {
+    fault = error_verdict(std::string("supports() raised: ") + e.what(), "supports");
+  }
+  return "(the kernel faulted in supports)";
+}
+
 CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   CaseReport rep;
   CheckContext ctx(kernel, c, options.run, options.profile);
-  for (const Invariant* inv : options.invariants) {
+  for (size_t i = 0; i < options.invariants.size(); ++i) {
+    const Invariant* inv = options.invariants[i];
+    if (interrupt_requested()) throw Interrupted(interrupt_signal());
+    if (options.deadline && std::chrono::steady_clock::now() >= *options.deadline) {
+      // The run's --time ran out inside this case: what was checked stands, the rest is not claimed.
+      mark_rest_not_evaluated(rep, options, i, "not evaluated: the run's time ran out");
+      break;
+    }
     const std::string why_not = inv->applies(kernel, c.recipe);
     if (!why_not.empty()) {
       rep.verdicts.push_back(Verdict::skip(inv->code, why_not));
       continue;
     }
+    std::optional<Verdict> fault;
     Verdict v;
     try {
       v = inv->check(ctx);
+    } catch (const KernelFault& f) {
+      fault = fault_verdict(f, "layer");
+    } catch (const Interrupted&) {
+      throw;
+    } catch (const std::bad_alloc&) {
+      throw;  // moefuzz's own allocation (oracle, framework): a tool error, never the kernel's finding
     } catch (const InputError& e) {
       // The kernel declared this recipe supported and then rejected it: a kernel defect, reported as
       // a finding rather than ending the campaign (bad outside input is caught before any run).
-      v = Verdict::fail(inv->code, "kernel",
-                        std::string("the kernel rejected a recipe it declared supported: ") + e.what());
+      fault = error_verdict(std::string("the kernel rejected a recipe it declared supported: ") + e.what(),
+                            "layer");
     } catch (const std::exception& e) {
-      v = Verdict::fail(inv->code, "kernel", std::string("the kernel raised: ") + e.what());
+      fault = error_verdict(std::string("the kernel raised: ") + e.what(), "layer");
+    }
+    if (fault) {
+      // One finding for the case, first in the report; this and every later invariant is not
+      // evaluated (a hung kernel would cost a timeout per invariant, and each would re-report it).
+      rep.verdicts.insert(rep.verdicts.begin(), *fault);
+      mark_rest_not_evaluated(rep, options, i,
+                              "not evaluated: the kernel faulted (" + fault->signature() + ")");
+      break;
     }
     // A failure of another rule of the registry found while this invariant ran the kernel (a run's
     // own decision inadmissible: ORACLE/route "inadmissible expert set", STRUCT, ...) keeps that
@@ -74,6 +166,9 @@ void tally(Tallies& t, const CaseReport& r) {
         break;
       case Outcome::kVacuous:
         ++x.vacuous;
+        break;
+      case Outcome::kNotEvaluated:
+        ++x.not_evaluated;
         break;
     }
   }

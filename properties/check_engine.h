@@ -7,6 +7,7 @@
 //   moefuzz::CheckOptions o{.invariants = moefuzz::select_invariants("all")};
 //   moefuzz::CaseReport rep = moefuzz::check_case(*kernel, c, o);
 //   if (rep.failed()) std::cout << moefuzz::format_failure_report(c.recipe, rep.first_failure(), ...);
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -26,6 +27,9 @@ struct CheckOptions {
   // another name answers "would this kernel be correct under that contract?" (moefuzz check --profile).
   std::string profile;
   bool stop_at_first_failure = false;
+  // One deadline for the case (a campaign's --time): invariants not started by then are marked
+  // not evaluated. A kernel call already running ends by its own isolation timeout.
+  std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt;
 };
 
 struct CaseReport {
@@ -35,16 +39,27 @@ struct CaseReport {
   // would otherwise run the kernel again (the fuzz targets); empty when no invariant ran it.
   std::optional<LayerResult> baseline;
   bool failed() const;
-  const Verdict& first_failure() const;  // precondition: failed()
+  const Verdict& first_failure() const;  // precondition: failed(); the kernel's fault when it faulted
+  const Verdict* fault() const;          // the kernel's fault on this case, or nullptr
 };
 
-// Never throws for kernel misbehaviour: an exception from the kernel becomes a failed verdict of the
-// invariant that was running ("CANARY"-style fault report with the exception text).
+// Never throws for kernel misbehaviour. A kernel fault (KernelFault from an isolated plugin: crash,
+// hang, bad result, error; or an exception from a built-in kernel) becomes ONE failed verdict, first
+// in the report, whose invariant is the fault class (CRASH, HANG, BAD-RESULT, ERROR, OOM,
+// DEVICE-ERROR; kernels/isolated_run.h) and whose stage is the call ("layer", "supports" or the
+// stage a plugin named); the invariant that was running and every later one are kNotEvaluated.
+// Throws std::bad_alloc (moefuzz's own allocation failed: a tool error) and Interrupted.
 CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& options);
+
+// kernel.supports(recipe), with a fault of the kernel's supports() (crash, hang, ...) turned into
+// `fault` (stage "supports") instead of an exception; the returned reason is then non-empty.
+std::string supports_or_fault(const Kernel& kernel, const CaseRecipe& recipe, std::optional<Verdict>& fault);
+// The report of a case whose kernel faulted before any invariant ran (in supports()).
+CaseReport fault_report(const Verdict& fault, const CheckOptions& options);
 
 // Per-invariant tallies over a campaign.
 struct InvariantTally {
-  int64_t passed = 0, failed = 0, skipped = 0, vacuous = 0;
+  int64_t passed = 0, failed = 0, skipped = 0, vacuous = 0, not_evaluated = 0;
   double max_ratio = 0;  // max error/bound seen on passing cases (tightness)
   // Share of the verdicts that checked something (pass, fail, vacuous) which were vacuous: a pass
   // that compared nothing, or whose bound would also accept a trivial corruption. 0 when none.

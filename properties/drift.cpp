@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -23,13 +24,34 @@ struct Accumulator {
   std::vector<double> bound2;  // sum of per-layer bound^2
 };
 
+// z statistic of the mean of x, with a two-pass variance. The one-pass s2/n - mean^2 cancels
+// catastrophically when every element has the same value (constant rows, every element at its
+// bound): the noise left (~1e-16 mean^2) gave z ~ 1e8 on a correct kernel. Values that agree to
+// within the double rounding that produced them (x = err / sqrt(sum bound^2): a few ulps, bounded
+// by 2^-50 relative) are one value repeated, not a sample: no bias is claimed from them.
+double bias_z(const std::vector<double>& x) {
+  if (x.size() < 2) return 0.0;
+  const double n = static_cast<double>(x.size());
+  double mean = 0, scale = 0;
+  for (double v : x) {
+    mean += v;
+    scale = std::max(scale, std::fabs(v));
+  }
+  mean /= n;
+  double var = 0;
+  for (double v : x) var += (v - mean) * (v - mean);
+  var /= n;
+  if (!(std::sqrt(var) > std::ldexp(scale, -50))) return 0.0;
+  return mean / std::sqrt(var / n);
+}
+
 DriftPoint summarize(int64_t index, const Accumulator& acc, const std::vector<float>& h,
                      double single_ratio) {
   DriftPoint p;
   p.index = index;
   p.max_single_ratio = single_ratio;
-  double sum = 0, sum2 = 0, shrink = 0, shrink2 = 0, e2 = 0, b2 = 0;
-  int64_t n = 0;
+  double e2 = 0, b2 = 0;
+  std::vector<double> signed_x, shrink_x;
   for (size_t i = 0; i < acc.err.size(); ++i) {
     e2 += acc.err[i] * acc.err[i];
     b2 += acc.bound2[i];
@@ -37,21 +59,13 @@ DriftPoint summarize(int64_t index, const Accumulator& acc, const std::vector<fl
     const double x = acc.err[i] / std::sqrt(acc.bound2[i]);
     const double s = h[i] > 0 ? x : h[i] < 0 ? -x : 0.0;
     p.max_normalized = std::max(p.max_normalized, std::fabs(x));
-    sum += x;
-    sum2 += x * x;
-    shrink += s;
-    shrink2 += s * s;
-    ++n;
+    signed_x.push_back(x);
+    shrink_x.push_back(s);
   }
-  const double dn = static_cast<double>(std::max<int64_t>(n, 1));
   p.rms_error = std::sqrt(e2 / std::max<size_t>(acc.err.size(), 1));
   p.rw_bound = std::sqrt(b2 / std::max<size_t>(acc.err.size(), 1));
-  auto z = [&](double s1, double s2) {
-    const double mean = s1 / dn, var = std::max(s2 / dn - mean * mean, 0.0);
-    return var > 0 ? mean / std::sqrt(var / dn) : 0.0;
-  };
-  p.z_signed = n > 1 ? z(sum, sum2) : 0.0;
-  p.z_shrink = n > 1 ? z(shrink, shrink2) : 0.0;
+  p.z_signed = bias_z(signed_x);
+  p.z_shrink = bias_z(shrink_x);
   return p;
 }
 

@@ -253,8 +253,34 @@ std::vector<FuzzFinding> harvest_findings(const std::string& raw_dir, const std:
   return out;
 }
 
+// A path the campaign needs by default (the fuzz binaries, seeds, .options): as given when it
+// exists from the working directory, else under the source tree this moefuzz was built from, so
+// `moefuzz campaign` works from any directory.
+std::string from_build(const std::string& relative) {
+  if (relative.empty() || relative[0] == '/' || fs::exists(relative)) return relative;
+  const std::string in_source = std::string(MOEFUZZ_SOURCE_DIR) + "/" + relative;
+  return fs::exists(in_source) ? in_source : relative;
+}
+
+// libFuzzer's -fork mode keeps its work directory under $TMPDIR; the campaign gives its children
+// DIR/tmp and empties it at start (what a killed run left) and on every exit this process sees.
+struct CampaignTemp {
+  std::string path;
+  explicit CampaignTemp(std::string p) : path(std::move(p)) {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+    make_directories(path);
+  }
+  ~CampaignTemp() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  CampaignTemp(const CampaignTemp&) = delete;
+  CampaignTemp& operator=(const CampaignTemp&) = delete;
+};
+
 FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream& log) {
-  const std::string bin = fuzz_target_binary(o.bin_dir, o.target);
+  const std::string bin = fuzz_target_binary(from_build(o.bin_dir), o.target);
   if (o.out_dir.empty()) throw InputError("campaign: --out DIR is required");
   if (!(o.seconds > 0)) throw InputError("campaign: --time must be > 0");
   if (o.workers < 1) throw InputError("campaign: --workers must be >= 1");
@@ -269,10 +295,15 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
   s.target = fs::path(bin).filename().string();
   s.kernel = o.kernel;
   std::string seeds = o.seed_dir;
-  if (seeds.empty() && fs::is_directory("corpora/" + s.target)) seeds = "corpora/" + s.target;
+  if (seeds.empty() && fs::is_directory(from_build("corpora/" + s.target)))
+    seeds = from_build("corpora/" + s.target);
+  if (seeds.empty())
+    log << fmt::format("campaign: no seed corpus found for {} (corpora/{}): starting empty\n", s.target,
+                       s.target);
   // The target's settings as ClusterFuzz reads them: <name>.options beside the binary, else fuzz/.
   std::string options = fs::path(bin).string() + ".options";
-  if (!fs::exists(options)) options = "fuzz/" + s.target + ".options";
+  if (!fs::exists(options)) options = from_build("fuzz/" + s.target + ".options");
+  const CampaignTemp temp(dir + "/tmp");
   const std::vector<std::string> option_flags = libfuzzer_flags_from_options(options);
 
   const int gpus = o.gpus >= 0 ? o.gpus : detect_gpus();
@@ -291,8 +322,8 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
     argv.insert(argv.end(), option_flags.begin(), option_flags.end());
     argv.push_back(corpus);
     if (!seeds.empty()) argv.push_back(seeds);
-    std::vector<std::pair<std::string, std::string>> env = {{"MOEFUZZ_KERNEL", o.kernel},
-                                                            {"MOEFUZZ_FINDINGS_DIR", raw}};
+    std::vector<std::pair<std::string, std::string>> env = {
+        {"MOEFUZZ_KERNEL", o.kernel}, {"MOEFUZZ_FINDINGS_DIR", raw}, {"TMPDIR", temp.path}};
     if (gpus > 0) env.emplace_back("CUDA_VISIBLE_DEVICES", std::to_string(p));
     pids.push_back(spawn(argv, env, fmt::format("{}/fuzzer-{}.log", logs, p)));
   }

@@ -12,6 +12,7 @@
 #include "core/case.h"
 #include "core/errors.h"
 #include "core/recipe_text.h"
+#include "kernels/isolated_run.h"
 #include "properties/check_engine.h"
 
 namespace moefuzz {
@@ -98,7 +99,11 @@ class Shrinker {
   // The invariants candidates are checked with, once the signature is known.
   void set_signature(const std::string& sig) {
     sig_ = sig;
-    if (o_.all_invariants) {
+    const std::string code = sig.substr(0, sig.find('/'));
+    bool is_fault = false;  // CRASH/layer, HANG/supports, ...: shows under any invariant
+    for (int k = 0; k <= static_cast<int>(FaultKind::kDeviceError); ++k)
+      is_fault = is_fault || fault_report_class(static_cast<FaultKind>(k)) == code;
+    if (o_.all_invariants || is_fault) {
       invs_ = select_invariants("all");
     } else {
       invs_ = {&invariant_by_code(sig.substr(0, sig.find('/')))};
@@ -108,7 +113,17 @@ class Shrinker {
   // Checks a candidate: valid, supported, small enough, and failing with the signature. With no
   // signature yet, any failure counts and fixes the signature.
   bool reproduces(const CaseRecipe& c, Verdict* verdict) {
-    if (!validate(c).empty() || !k_.supports(c).empty()) return false;
+    if (!validate(c).empty()) return false;
+    std::optional<Verdict> supports_fault;
+    if (!supports_or_fault(k_, c, supports_fault).empty()) {
+      // A fault in supports() is a reproduction when it is the signature being kept.
+      if (!supports_fault || !tried_.insert(to_text(c)).second) return false;
+      if (sig_.empty() || supports_fault->signature() == sig_) {
+        if (verdict) *verdict = *supports_fault;
+        return true;
+      }
+      return false;
+    }
     if (estimate_case_bytes(c) > o_.max_check_bytes) return false;
     if (!tried_.insert(to_text(c)).second) return false;
     std::optional<Case> materialized;
@@ -391,7 +406,9 @@ std::string shape_summary(const CaseRecipe& r) {
 ShrinkResult shrink_recipe(const Kernel& kernel, const CaseRecipe& input, const ShrinkOptions& options) {
   if (const std::string why = validate(input); !why.empty())
     throw InputError("shrink: invalid recipe: " + why);
-  if (const std::string why = kernel.supports(input); !why.empty())
+  std::optional<Verdict> supports_fault;
+  if (const std::string why = supports_or_fault(kernel, input, supports_fault);
+      !why.empty() && !supports_fault)
     throw InputError(fmt::format("shrink: kernel {} does not support this recipe: {}", kernel.name(), why));
   ShrinkResult res;
   res.original = input;

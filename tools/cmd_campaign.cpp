@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/output_path.h"
 #include "properties/fuzz_campaign.h"
 #include "tools/commands.h"
 
@@ -38,9 +39,11 @@ void add_campaign_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--json", json, "Also write the summary as JSON here");
   cmd->callback([&exit_code] {
     if (o.out_dir.empty()) o.out_dir = "moefuzz-campaign/" + o.target;
+    if (!json.empty()) check_output_file(json);  // before the campaign: a bad path costs nothing
+    check_output_dir(o.out_dir);
     const FuzzCampaignSummary s = run_fuzz_campaign(o, std::cerr);
     std::cout << format_fuzz_summary(s);
-    if (!json.empty()) write_file_atomically(json, fuzz_summary_json(s).dump(2) + "\n");
+    if (!json.empty()) write_output(json, fuzz_summary_json(s).dump(2) + "\n");
     exit_code = s.findings.empty() ? kExitOk : kExitCheckFailed;
   });
 }

@@ -4,12 +4,17 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/interrupt.h"
+#include "core/output_path.h"
+#include "kernels/plugin_kernel.h"
 #include "kernels/registry.h"
 #include "properties/campaign.h"
 #include "tools/commands.h"
@@ -36,10 +41,32 @@ uint64_t time_seed() {
          (static_cast<uint64_t>(::getpid()) << 32);
 }
 
+// The kernel's full identity as one path component: a registry name with '/' spelled "--"
+// (mutant/x and cuda-mutant/x differ), a plugin as its file name plus a hash of its canonical path
+// (two plugins named alike in different folders differ).
+std::string kernel_identity(const std::string& kernel) {
+  std::string id;
+  const auto& reg = kernel_registry();
+  const bool registered =
+      std::any_of(reg.begin(), reg.end(), [&](const KernelEntry& e) { return e.name == kernel; });
+  if (!registered && looks_like_plugin_path(kernel)) {
+    std::error_code ec;
+    const std::string canonical = std::filesystem::weakly_canonical(kernel, ec).string();
+    uint64_t h = 1469598103934665603ull;  // FNV-1a: a short, stable name, not a security property
+    for (unsigned char c : ec ? kernel : canonical) h = (h ^ c) * 1099511628211ull;
+    id = fmt::format("plugin-{}-{:08x}", kernel.substr(kernel.find_last_of('/') + 1),
+                     static_cast<uint32_t>(h ^ (h >> 32)));
+  } else {
+    for (char c : kernel) id += c == '/' ? std::string("--") : std::string(1, c);
+  }
+  for (char& c : id)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
+  return id;
+}
+
 std::string default_out_dir(const std::string& kernel, uint64_t seed) {
   const char* tmp = std::getenv("TMPDIR");
-  std::string k = kernel.substr(kernel.find_last_of('/') + 1);
-  return fmt::format("{}/moefuzz/{}-seed{}", tmp && *tmp ? tmp : "/tmp", k, seed);
+  return fmt::format("{}/moefuzz/{}-seed{}", tmp && *tmp ? tmp : "/tmp", kernel_identity(kernel), seed);
 }
 
 void add_check_command(CLI::App& app, int& exit_code) {
@@ -63,6 +90,14 @@ void add_check_command(CLI::App& app, int& exit_code) {
     a.seed_given = cmd->count("--seed") > 0;
     if (!a.seed_given) a.seed = time_seed();
     if (a.cases == 0 && a.seconds == 0) a.cases = 200;
+    // Output paths first: a bad one costs nothing (exit 2 before any kernel is loaded or run).
+    const std::string out_dir = a.out.empty() ? default_out_dir(a.kernel, a.seed) : a.out;
+    if (!a.json.empty()) check_output_file(a.json);
+    check_output_dir(out_dir);
+    // SIGINT/SIGTERM: stop at the next case or invariant, end the kernel's child, print the summary
+    // so far and write the JSON (the other commands keep the default: they end at once, and their
+    // kernel children with them through PR_SET_PDEATHSIG).
+    install_interrupt_handlers();
     const auto kernel = make_kernel(a.kernel);
     CampaignOptions o;
     o.kernel_name = a.kernel;
@@ -76,20 +111,22 @@ void add_check_command(CLI::App& app, int& exit_code) {
       for (const auto& inv : invariant_registry())
         if (inv.expensive && std::find(o.invariants.begin(), o.invariants.end(), &inv) == o.invariants.end())
           o.invariants.push_back(&inv);
-    o.out_dir = a.out.empty() ? default_out_dir(a.kernel, a.seed) : a.out;
+    o.out_dir = out_dir;
     o.progress = ::isatty(STDERR_FILENO) != 0;
     o.run.tactic = a.tactic;
     std::cerr << fmt::format("moefuzz check: kernel {} (profile {}), seed {}, shapes {}\n", a.kernel,
                              a.profile.empty() ? kernel->profile() : a.profile, a.seed, a.shapes);
     const CampaignSummary s = run_campaign(*kernel, o, std::cerr);
-    if (s.cases == 0)  // nothing checked is not a pass (e.g. the cuda kernel on a machine without a GPU)
+    if (s.cases == 0 &&
+        s.interrupted_by ==
+            0)  // nothing checked is not a pass (e.g. the cuda kernel on a machine without a GPU)
       throw InputError(fmt::format(
           "no case was checked: kernel {} supports none of the {} drawn recipes (last reason: {})", a.kernel,
           s.unsupported, s.last_unsupported.empty() ? "time ran out" : s.last_unsupported));
     std::cout << format_summary_table(s);
     if (!s.findings.empty()) std::cout << "findings written to " << o.out_dir << "\n";
-    if (!a.json.empty()) write_file_atomically(a.json, summary_json(s).dump(2) + "\n");
-    exit_code = s.findings.empty() ? 0 : 1;
+    if (!a.json.empty()) write_output(a.json, summary_json(s).dump(2) + "\n");
+    exit_code = s.interrupted_by != 0 ? 128 + s.interrupted_by : s.findings.empty() ? 0 : 1;
   });
 }
 

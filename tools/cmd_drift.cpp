@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "core/atomic_file.h"
+#include "core/output_path.h"
 #include "core/recipe_text.h"
 #include "kernels/registry.h"
 #include "properties/drift.h"
@@ -33,6 +34,8 @@ void add_drift_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--recipe", recipe_path, "Base recipe (default: a small softmax case)");
   cmd->add_option("--out", out, "Directory for drift.csv and drift.svg")->capture_default_str();
   cmd->callback([&exit_code] {
+    check_output_dir(out);  // before the run: a bad directory costs nothing
+    for (const char* f : {"/drift.csv", "/drift.svg"}) check_output_file(out + f);
     CaseRecipe base;
     if (!recipe_path.empty()) {
       base = parse_recipe_file(recipe_path, global_options().max_case_bytes);

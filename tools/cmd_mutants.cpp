@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/output_path.h"
 #include "kernels/registry.h"
 #include "properties/kill_matrix.h"
 #include "tools/commands.h"
@@ -42,9 +43,10 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
             "invariants expected to kill it)",
             name));
     }
+    if (!json.empty()) check_output_file(json);  // before the matrix: a bad path costs nothing
     const KillMatrix m = run_kill_matrix(o);
     std::cout << format_kill_matrix(m);
-    if (!json.empty()) write_file_atomically(json, kill_matrix_json(m).dump(2) + "\n");
+    if (!json.empty()) write_output(json, kill_matrix_json(m).dump(2) + "\n");
     exit_code = m.green() ? 0 : 1;
   });
 }

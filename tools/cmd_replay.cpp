@@ -130,17 +130,18 @@ void add_replay_command(CLI::App& app, int& exit_code) {
         if (kernel_name.empty()) kernel_name = "cpu";
       }
       const auto kernel = make_kernel(kernel_name);
-      const std::string why = kernel->supports(r);
-      if (!why.empty())
+      CheckOptions o{.invariants = select_invariants(invariants)};
+      std::optional<Verdict> supports_fault;
+      const std::string why = supports_or_fault(*kernel, r, supports_fault);
+      if (!why.empty() && !supports_fault)
         throw InputError(
             fmt::format("{}: kernel {} does not support this recipe: {}", path, kernel_name, why));
       // The report states the contract in force (describe_recipe reads recipe.profile).
       r.profile = profile_arg.empty() ? kernel->profile() : profile_by_name(profile_arg).name;
-      const Case c = materialize(r, global_options().max_case_bytes);
-      CheckOptions o;
-      o.invariants = select_invariants(invariants);
       o.profile = profile_arg;
-      const CaseReport rep = check_case(*kernel, c, o);
+      const CaseReport rep = supports_fault
+                                 ? fault_report(*supports_fault, o)
+                                 : check_case(*kernel, materialize(r, global_options().max_case_bytes), o);
       const std::string repro = fmt::format("moefuzz replay {} --kernel {}{}", path, kernel_name,
                                             profile_arg.empty() ? "" : " --profile " + profile_arg);
       if (rep.failed()) {
@@ -152,10 +153,11 @@ void add_replay_command(CLI::App& app, int& exit_code) {
       }
       for (const auto& v : rep.verdicts)
         std::cout << fmt::format("  {:<8} {:<8} {}\n", v.invariant,
-                                 v.outcome == Outcome::kPass   ? "pass"
-                                 : v.outcome == Outcome::kFail ? "FAIL"
-                                 : v.outcome == Outcome::kSkip ? "skip"
-                                                               : "vacuous",
+                                 v.outcome == Outcome::kPass      ? "pass"
+                                 : v.outcome == Outcome::kFail    ? "FAIL"
+                                 : v.outcome == Outcome::kSkip    ? "skip"
+                                 : v.outcome == Outcome::kVacuous ? "vacuous"
+                                                                  : "not-eval",
                                  v.message);
     }
     exit_code = failed ? 1 : 0;

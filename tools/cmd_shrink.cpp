@@ -9,6 +9,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/output_path.h"
 #include "core/recipe_text.h"
 #include "kernels/registry.h"
 #include "properties/campaign.h"
@@ -43,6 +44,7 @@ void add_shrink_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0, 64));
   cmd->add_flag("-q,--quiet", quiet, "No progress lines");
   cmd->callback([&exit_code] {
+    check_output_file(out);  // before the shrink: a bad path costs nothing
     const CaseRecipe r = parse_recipe_file(file, global_options().max_case_bytes);
     std::string text;
     {
@@ -68,7 +70,7 @@ void add_shrink_command(CLI::App& app, int& exit_code) {
       exit_code = kExitCheckFailed;
       return;
     }
-    write_file_atomically(out, format_regression(s, kernel_name, out));
+    write_output(out, format_regression(s, kernel_name, out));
     std::cout << fmt::format(
         "shrunk {} ({}) in {:.2f}s, {} candidates, {}\n  before: {}\n  after:  {}\n  wrote {}\n  REPRO: "
         "moefuzz replay {} --kernel {}\n",

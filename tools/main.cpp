@@ -1,8 +1,10 @@
 // moefuzz: differential testing and fuzzing of Mixture-of-Experts kernels. See README.md.
 #include <charconv>
 #include <iostream>
+#include <new>
 
 #include "core/errors.h"
+#include "core/interrupt.h"
 #include "tools/commands.h"
 #include "tools/global_options.h"
 
@@ -48,6 +50,13 @@ int main(int argc, char** argv) {
     return moefuzz::kExitUsage;  // every usage error is exit 2, whatever CLI11's own code
   } catch (const moefuzz::InputError& e) {
     std::cerr << "moefuzz: error: " << e.what() << "\n";
+    return moefuzz::kExitUsage;
+  } catch (const moefuzz::Interrupted& e) {
+    std::cerr << "moefuzz: " << e.what() << "\n";
+    return 128 + e.signal_number();
+  } catch (const std::bad_alloc&) {
+    // moefuzz's own allocation failed (an oracle, the framework): a tool error, never a finding.
+    std::cerr << "moefuzz: error: out of memory in moefuzz itself (lower --max-case-bytes or the shapes)\n";
     return moefuzz::kExitUsage;
   }
   return exit_code;

@@ -2,12 +2,16 @@
  * Misbehaving plugins for tests/kernels/plugin_test.cpp: one source, one library per fault,
  * selected by MOEFUZZ_FAULT at compile time (examples/plugin_faulty/CMakeLists.txt). Each fault is
  * something a real out-of-tree kernel does: crash, hang, exit, report an error, ship the wrong ABI,
- * forget the export, leave a field NULL, emit ids that are not experts, ask for device buffers. FAULT_PATTERN
+ * forget the export, leave a field NULL, emit ids that are not experts, ask for device buffers, crash in
+ * supports(), be killed for memory, write NaN. FAULT_PATTERN
  * is the well-behaved control: a whole-layer kernel whose output is a known function of the indices, so the
  * test can check that results cross the process boundary bit for bit.
  */
+#include <math.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <sys/types.h>
 #include <unistd.h>
 
 #include "moefuzz/plugin.h"
@@ -24,6 +28,9 @@
 #define FAULT_BAD_IDS 10
 #define FAULT_SUPPORTS_HANG 11
 #define FAULT_DEVICE 12
+#define FAULT_SUPPORTS_CRASH 13
+#define FAULT_OOM 14
+#define FAULT_NAN 15
 
 #ifndef MOEFUZZ_FAULT
 #error "compile with -DMOEFUZZ_FAULT=<one of the FAULT_ values>"
@@ -64,6 +71,21 @@ static const char* faulty_layer(const moefuzz_case_desc* c, moefuzz_layer_out* o
   if (c->tokens > 0) return "deliberate failure: workspace too small";
   write_pattern(c, out);
   return NULL;
+#elif MOEFUZZ_FAULT == FAULT_OOM
+  /* What the out-of-memory killer does to a kernel that allocates past the machine: SIGKILL. Raised
+   * here directly so the test never pushes a shared machine into real memory pressure. */
+  if (c->tokens > 0) kill(getpid(), SIGKILL);
+  write_pattern(c, out);
+  return NULL;
+#elif MOEFUZZ_FAULT == FAULT_NAN
+  /* Runs and returns, with NaN everywhere: an output to compare, so a finding of the invariants. */
+  write_pattern(c, out);
+  {
+    int64_t t, h;
+    for (t = 0; t < c->tokens; ++t)
+      for (h = 0; h < c->hidden; ++h) ((float*)out->output.data)[t * out->output.strides[0] + h] = NAN;
+  }
+  return NULL;
 #else
   write_pattern(c, out);
   return NULL;
@@ -85,6 +107,10 @@ static const char* faulty_supports(const moefuzz_case_desc* c) {
 #if MOEFUZZ_FAULT == FAULT_SUPPORTS_HANG
   volatile unsigned long spin = 0;
   while (c->tokens > 0) ++spin;
+  return NULL;
+#elif MOEFUZZ_FAULT == FAULT_SUPPORTS_CRASH
+  volatile int* nowhere = NULL;
+  if (c->tokens > 0) *nowhere = 1; /* SIGSEGV */
   return NULL;
 #else
   return c->tokens > 64 ? "more than 64 tokens" : NULL;

@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "core/recipe_text.h"
 
@@ -19,6 +20,18 @@ double positive_finite_double() {
       rc::gen::map(rc::gen::arbitrary<uint64_t>(),
                    [](uint64_t bits) { return std::fabs(std::bit_cast<double>(bits)); }),
       [](double d) { return std::isfinite(d) && d > 0; });
+}
+
+// A routed scaling factor the validator accepts: any double in the normal fp32 range
+// [2^-126, FLT_MAX] (core/recipe.cpp says why), all its bits random.
+double fp32_normal_range_double() {
+  return *rc::gen::suchThat(
+      rc::gen::map(rc::gen::arbitrary<uint64_t>(),
+                   [](uint64_t bits) { return std::fabs(std::bit_cast<double>(bits)); }),
+      [](double d) {
+        return d >= static_cast<double>(std::numeric_limits<float>::min()) &&
+               d <= static_cast<double>(std::numeric_limits<float>::max());
+      });
 }
 
 // Uniform over the enumerators (gen::inRange leans toward small values at small sizes).
@@ -53,7 +66,7 @@ CaseRecipe random_valid_recipe() {
   r.routing.hash_score = any_enum<ScoreFunc>(3);
   r.routing.renormalize = *rc::gen::arbitrary<bool>();
   r.routing.correction_bias = *rc::gen::arbitrary<bool>();
-  r.routing.routed_scaling_factor = positive_finite_double();
+  r.routing.routed_scaling_factor = fp32_normal_range_double();
   r.routing.scale_placement = any_enum<ScalePlacement>(2);
   r.routing.shared_fusion = s.shared_experts > 0 ? any_enum<SharedFusion>(2) : SharedFusion::kSeparate;
   r.routing.vocab = *rc::gen::element<int64_t>(0, 1, 16, 1000);

@@ -265,6 +265,34 @@ TEST(PluginIsolation, HangingSupportsIsATimeoutFault) {
   }
 }
 
+TEST(IsolatedRun, FaultKindsHaveTheNamesSharedWithEveryBridge) {
+  // The names are a contract with the other kernel bridges (C plugins, Python) and with reports.
+  const std::pair<FaultKind, std::pair<std::string_view, std::string_view>> want[] = {
+      {FaultKind::kCrash, {"crash", "CRASH"}},
+      {FaultKind::kTimeout, {"timeout", "HANG"}},
+      {FaultKind::kBadResult, {"bad-result", "BAD-RESULT"}},
+      {FaultKind::kPluginError, {"plugin-error", "ERROR"}},
+      {FaultKind::kOutOfMemory, {"oom", "OOM"}},
+      {FaultKind::kDeviceError, {"device-error", "DEVICE-ERROR"}},
+  };
+  for (const auto& [kind, names] : want) {
+    EXPECT_EQ(fault_kind_name(kind), names.first);
+    EXPECT_EQ(fault_report_class(kind), names.second);
+  }
+}
+
+TEST(IsolatedRun, EveryFaultKindThrownInTheChildArrivesAsItself) {
+  for (FaultKind kind : {FaultKind::kOutOfMemory, FaultKind::kDeviceError}) {
+    try {
+      run_isolated("test", 0, {kTestTimeout},
+                   [&](ResultWriter&) -> std::string { throw KernelFault(kind, "deliberate"); });
+      ADD_FAILURE() << "no KernelFault";
+    } catch (const KernelFault& f) {
+      EXPECT_EQ(f.kind(), kind);
+    }
+  }
+}
+
 TEST(IsolatedRun, ReturnsExactlyTheBytesTheChildWrote) {
   const std::vector<uint8_t> got = run_isolated("test", 8, {kTestTimeout}, [](ResultWriter& w) {
     const uint8_t bytes[3] = {7, 0, 255};
