@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <ostream>
 #include <sstream>
@@ -10,7 +12,11 @@
 #include "core/case.h"
 #include "core/recipe_text.h"
 #include "core/report.h"
+#include "core/repro_command.h"
+#include "core/terminal_width.h"
+#include "kernels/kernel_name.h"
 #include "properties/gen/recipe_gen.h"
+#include "properties/progress_line.h"
 
 namespace moefuzz {
 namespace {
@@ -33,15 +39,17 @@ std::string kernel_named_in(const std::string& text) {
   return "";
 }
 
-Finding save_finding(const CaseRecipe& recipe, const Verdict& v, const std::string& kernel_name,
+Finding save_finding(const CaseRecipe& recipe, const Verdict& v, const std::string& kernel_as_given,
                      const std::string& out_dir, int64_t index) {
   make_directories(out_dir);
+  // A plugin path is stored absolute: the finding replays from any directory.
+  const std::string kernel_name = stored_kernel_name(kernel_as_given);
   Finding f;
   f.signature = v.signature();
   const std::string stem = fmt::format("{}/finding-{:03d}-{}", out_dir, index, sanitize(f.signature));
   f.recipe_path = stem + ".moefuzz";
   f.report_path = stem + ".txt";
-  f.repro = fmt::format("moefuzz replay {} --kernel {}", f.recipe_path, kernel_name);
+  f.repro = repro_replay_command(f.recipe_path, kernel_name);
   std::string text = to_text(recipe);
   const size_t eol = text.find('\n');
   const std::string header = fmt::format("# moefuzz finding: {}\n# kernel: {}\n# {}\n# REPRO: {}\n",
@@ -102,10 +110,11 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     if (o.progress) {
       const double frac =
           o.cases > 0 ? static_cast<double>(s.cases) / static_cast<double>(o.cases) : elapsed() / o.seconds;
-      const int filled = static_cast<int>(std::min(1.0, frac) * 30);
-      log << fmt::format("\r[{:<30}] {} cases, {} findings, {:.1f}s",
-                         std::string(static_cast<size_t>(filled), '#'), s.cases, s.findings.size(), elapsed())
-          << std::flush;
+      // Fitted to the terminal's width (asked each time: it may be resized); "\x1b[K" clears the rest.
+      log << "\r"
+          << format_progress_line(frac, s.cases, static_cast<int64_t>(s.findings.size()), elapsed(),
+                                  terminal_columns(STDERR_FILENO))
+          << "\x1b[K" << std::flush;
     }
   }
   if (o.progress) log << "\n";

@@ -51,6 +51,9 @@ struct KillMatrix {
   std::map<std::string, int64_t> correct_failures;  // correct kernel -> failing cases (must be 0)
   std::map<std::string, std::string> correct_first_failure;
   std::vector<std::string> toothless;  // invariants that killed no mutant
+  // False when --mutant chose a subset: an invariant only other mutants violate is not toothless, so
+  // toothlessness is judged on full runs only (and a subset is green when its own mutants die).
+  bool toothless_assessed = true;
   std::vector<std::string> survivors;  // mutants not killed by any declared invariant
   bool green() const { return toothless.empty() && survivors.empty() && all_failures_zero(); }
   bool all_failures_zero() const;

@@ -15,6 +15,8 @@
 #include "core/errors.h"
 #include "core/recipe_text.h"
 #include "core/report.h"
+#include "core/repro_command.h"
+#include "kernels/kernel_name.h"
 #include "kernels/registry.h"
 #include "properties/campaign.h"
 #include "tools/commands.h"
@@ -114,42 +116,50 @@ void add_replay_command(CLI::App& app, int& exit_code) {
       exit_code = worst;
       return;
     }
-    int failed = 0;
-    for (const auto& path : files) {
-      const CaseRecipe r = parse_recipe_file(path, global_options().max_case_bytes);
-      std::string kernel_name = kernel_arg;
-      if (kernel_name.empty()) {
-        std::ifstream in(path);
-        std::stringstream ss;
-        ss << in.rdbuf();
-        kernel_name = kernel_named_in(ss.str());
-        if (kernel_name.empty()) kernel_name = "cpu";
+    // A bad file is reported and skipped: the others still replay, and the exit code is 2 at the end.
+    int failed = 0, bad = 0;
+    (void)select_invariants(invariants);  // a bad --invariants is one usage error, not one per file
+    for (const auto& path : files) try {
+        const CaseRecipe r = parse_recipe_file(path, global_options().max_case_bytes);
+        std::string kernel_name = kernel_arg;
+        if (kernel_name.empty()) {
+          std::ifstream in(path);
+          std::stringstream ss;
+          ss << in.rdbuf();
+          kernel_name = kernel_named_in(ss.str());
+          if (kernel_name.empty()) kernel_name = "cpu";
+        }
+        const auto kernel = make_kernel(kernel_name);
+        const std::string why = kernel->supports(r);
+        if (!why.empty())
+          throw InputError(
+              fmt::format("{}: kernel {} does not support this recipe: {}", path, kernel_name, why));
+        const Case c = materialize(r, global_options().max_case_bytes);
+        CheckOptions o{.invariants = select_invariants(invariants)};
+        const CaseReport rep = check_case(*kernel, c, o);
+        const std::string repro = repro_replay_command(path, stored_kernel_name(kernel_name));
+        if (rep.failed()) {
+          ++failed;
+          std::cout << format_failure_report(r, rep.first_failure(), kernel_name, repro);
+        } else {
+          std::cout << fmt::format("{}: all {} checks held on kernel {} ({:.2f}s)\n", path,
+                                   rep.verdicts.size(), kernel_name, rep.seconds);
+        }
+        for (const auto& v : rep.verdicts)
+          std::cout << fmt::format("  {:<8} {:<8} {}\n", v.invariant,
+                                   v.outcome == Outcome::kPass   ? "pass"
+                                   : v.outcome == Outcome::kFail ? "FAIL"
+                                   : v.outcome == Outcome::kSkip ? "skip"
+                                                                 : "vacuous",
+                                   v.message);
+      } catch (const InputError& e) {
+        ++bad;
+        std::cout << std::flush;
+        std::cerr << "moefuzz: error: " << e.what() << "\n";
       }
-      const auto kernel = make_kernel(kernel_name);
-      const std::string why = kernel->supports(r);
-      if (!why.empty())
-        throw InputError(
-            fmt::format("{}: kernel {} does not support this recipe: {}", path, kernel_name, why));
-      const Case c = materialize(r, global_options().max_case_bytes);
-      CheckOptions o{.invariants = select_invariants(invariants)};
-      const CaseReport rep = check_case(*kernel, c, o);
-      const std::string repro = fmt::format("moefuzz replay {} --kernel {}", path, kernel_name);
-      if (rep.failed()) {
-        ++failed;
-        std::cout << format_failure_report(r, rep.first_failure(), kernel_name, repro);
-      } else {
-        std::cout << fmt::format("{}: all {} checks held on kernel {} ({:.2f}s)\n", path, rep.verdicts.size(),
-                                 kernel_name, rep.seconds);
-      }
-      for (const auto& v : rep.verdicts)
-        std::cout << fmt::format("  {:<8} {:<8} {}\n", v.invariant,
-                                 v.outcome == Outcome::kPass   ? "pass"
-                                 : v.outcome == Outcome::kFail ? "FAIL"
-                                 : v.outcome == Outcome::kSkip ? "skip"
-                                                               : "vacuous",
-                                 v.message);
-    }
-    exit_code = failed ? 1 : 0;
+    if (bad > 0 && files.size() > 1)
+      std::cerr << fmt::format("moefuzz replay: {} of {} files could not be replayed\n", bad, files.size());
+    exit_code = bad ? kExitUsage : failed ? kExitCheckFailed : kExitOk;
   });
 }
 
