@@ -80,9 +80,14 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     const int size = static_cast<int>(std::min<uint64_t>(100, index));
     CaseRecipe r = gen::sample(gen, o.seed, index, size);
     r.profile = profile;
-    if (!kernel.supports(r).empty() || !validate(r).empty()) {
+    const int64_t bytes = estimate_case_bytes(r);
+    if (!kernel.supports(r).empty() || !validate(r).empty() || bytes > o.max_case_bytes) {
       ++s.unsupported;
-      s.last_unsupported = validate(r).empty() ? kernel.supports(r) : validate(r);
+      s.last_unsupported = !validate(r).empty() ? validate(r)
+                           : !kernel.supports(r).empty()
+                               ? kernel.supports(r)
+                               : fmt::format("the case needs {}, above --max-case-bytes {}",
+                                             format_byte_count(bytes), format_byte_count(o.max_case_bytes));
       if (++consecutive_unsupported > 10000) {
         log << "moefuzz: the kernel supports none of 10000 consecutive drawn recipes; stopping\n";
         break;
@@ -90,7 +95,7 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
       continue;
     }
     consecutive_unsupported = 0;
-    const Case c = materialize(r);
+    const Case c = materialize(r, o.max_case_bytes);
     const CaseReport rep = check_case(kernel, c, co);
     tally(s.tallies, rep);
     ++s.cases;

@@ -13,6 +13,7 @@
 #include "kernels/registry.h"
 #include "properties/campaign.h"
 #include "tools/commands.h"
+#include "tools/global_options.h"
 
 namespace moefuzz::cli {
 
@@ -78,6 +79,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
           o.invariants.push_back(&inv);
     o.out_dir = a.out.empty() ? default_out_dir(a.kernel, a.seed) : a.out;
     o.progress = ::isatty(STDERR_FILENO) != 0;
+    o.max_case_bytes = global_options().max_case_bytes;
     o.run.tactic = a.tactic;
     std::cerr << fmt::format("moefuzz check: kernel {} (profile {}), seed {}, shapes {}\n", a.kernel,
                              a.profile.empty() ? kernel->profile() : a.profile, a.seed, a.shapes);

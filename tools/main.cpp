@@ -16,8 +16,10 @@ int main(int argc, char** argv) {
   // Global options may also follow the subcommand (`moefuzz show F --max-case-bytes N`): subcommands
   // created after this inherit fallthrough.
   app.fallthrough();
-  app.add_option("--max-case-bytes", moefuzz::cli::global_options().max_case_bytes,
-                 "Largest case (bytes of materialized tensors) any command accepts; larger recipes exit 2")
+  app.add_option(
+         "--max-case-bytes", moefuzz::cli::global_options().max_case_bytes,
+         "Largest case (bytes of materialized tensors) any command materializes; larger recipes exit 2 "
+         "(default: a quarter of the memory available now)")
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
             // CLI11 saturates an overflowing integer silently; a size limit must be exact.
