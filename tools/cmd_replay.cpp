@@ -19,6 +19,7 @@
 #include "kernels/kernel_name.h"
 #include "kernels/registry.h"
 #include "properties/campaign.h"
+#include "properties/junit_results.h"
 #include "tools/commands.h"
 #include "tools/global_options.h"
 
@@ -74,6 +75,9 @@ void add_replay_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--kernel", kernel_arg, "Kernel (default: the file's '# kernel:' header, else cpu)");
   cmd->add_option("--invariants", invariants, "Comma-separated invariant codes, or all")
       ->capture_default_str();
+  static std::string junit;
+  cmd->add_option("--junit", junit,
+                  "Write JUnit XML here: one test case per invariant and finding of each file");
   static bool sanitize = false;
   cmd->add_flag("--sanitize", sanitize,
                 "Re-run under compute-sanitizer (memcheck, then racecheck); needs a CUDA kernel");
@@ -118,8 +122,10 @@ void add_replay_command(CLI::App& app, int& exit_code) {
     }
     // A bad file is reported and skipped: the others still replay, and the exit code is 2 at the end.
     int failed = 0, bad = 0;
+    JunitSuite suite{.name = "moefuzz replay"};
     (void)select_invariants(invariants);  // a bad --invariants is one usage error, not one per file
-    for (const auto& path : files) try {
+    for (const auto& path : files) {
+      try {
         const CaseRecipe r = parse_recipe_file(path, global_options().max_case_bytes);
         std::string kernel_name = kernel_arg;
         if (kernel_name.empty()) {
@@ -138,6 +144,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
         CheckOptions o{.invariants = select_invariants(invariants)};
         const CaseReport rep = check_case(*kernel, c, o);
         const std::string repro = repro_replay_command(path, stored_kernel_name(kernel_name));
+        add_junit_cases(suite, path, kernel_name, rep, repro);
         if (rep.failed()) {
           ++failed;
           std::cout << format_failure_report(r, rep.first_failure(), kernel_name, repro);
@@ -154,11 +161,14 @@ void add_replay_command(CLI::App& app, int& exit_code) {
                                    v.message);
       } catch (const InputError& e) {
         ++bad;
+        add_junit_error(suite, path, e.what());
         std::cout << std::flush;
         std::cerr << "moefuzz: error: " << e.what() << "\n";
       }
+    }
     if (bad > 0 && files.size() > 1)
       std::cerr << fmt::format("moefuzz replay: {} of {} files could not be replayed\n", bad, files.size());
+    if (!junit.empty()) write_junit_file(junit, {suite});
     exit_code = bad ? kExitUsage : failed ? kExitCheckFailed : kExitOk;
   });
 }
