@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "core/case.h"
@@ -19,6 +20,7 @@
 #include "kernels/kernel_name.h"
 #include "kernels/registry.h"
 #include "properties/campaign.h"
+#include "properties/findings_ledger.h"
 #include "properties/junit_results.h"
 #include "tools/commands.h"
 #include "tools/global_options.h"
@@ -71,7 +73,12 @@ void add_replay_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("replay", "Re-run saved cases (findings, regressions) and print the report");
   static std::vector<std::string> files;
   static std::string kernel_arg, invariants = "all";
-  cmd->add_option("FILE", files, "Recipe files")->required();
+  cmd->add_option("FILE", files, "Recipe files (default with --ledger: every file the ledger lists)");
+  static std::string ledger_path;
+  cmd->add_option(
+      "--ledger", ledger_path,
+      "Judge each result against this findings ledger (docs/ledger.md): exit 1 on a new finding, a "
+      "changed signature, a fixed entry failing or an expected failure passing");
   cmd->add_option("--kernel", kernel_arg, "Kernel (default: the file's '# kernel:' header, else cpu)");
   cmd->add_option("--invariants", invariants, "Comma-separated invariant codes, or all")
       ->capture_default_str();
@@ -82,6 +89,10 @@ void add_replay_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--sanitize", sanitize,
                 "Re-run under compute-sanitizer (memcheck, then racecheck); needs a CUDA kernel");
   cmd->callback([&exit_code] {
+    std::optional<FindingsLedger> ledger;
+    if (!ledger_path.empty()) ledger = load_findings_ledger(ledger_path);
+    if (files.empty() && ledger) files = ledger->files();
+    if (files.empty()) throw InputError("replay: no FILE given (and no --ledger to take them from)");
     if (sanitize) {
       const std::string sanitizer = find_compute_sanitizer();
       for (const auto& path : files) {
@@ -121,7 +132,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
       return;
     }
     // A bad file is reported and skipped: the others still replay, and the exit code is 2 at the end.
-    int failed = 0, bad = 0;
+    int failed = 0, bad = 0, ledger_violations = 0;
     JunitSuite suite{.name = "moefuzz replay"};
     (void)select_invariants(invariants);  // a bad --invariants is one usage error, not one per file
     for (const auto& path : files) {
@@ -152,6 +163,17 @@ void add_replay_command(CLI::App& app, int& exit_code) {
           std::cout << fmt::format("{}: all {} checks held on kernel {} ({:.2f}s)\n", path,
                                    rep.verdicts.size(), kernel_name, rep.seconds);
         }
+        if (ledger) {
+          std::vector<std::string> failures;
+          for (const auto& v : rep.verdicts)
+            if (v.failed()) failures.push_back(v.signature());
+          const LedgerJudgement j = ledger->judge(path, failures);
+          std::cout << fmt::format("{}: ledger: {}\n", path, j.message);
+          if (!j.ok) {
+            ++ledger_violations;
+            add_junit_error(suite, path, "ledger: " + j.message);
+          }
+        }
         for (const auto& v : rep.verdicts)
           std::cout << fmt::format("  {:<8} {:<8} {}\n", v.invariant,
                                    v.outcome == Outcome::kPass   ? "pass"
@@ -169,7 +191,11 @@ void add_replay_command(CLI::App& app, int& exit_code) {
     if (bad > 0 && files.size() > 1)
       std::cerr << fmt::format("moefuzz replay: {} of {} files could not be replayed\n", bad, files.size());
     if (!junit.empty()) write_junit_file(junit, {suite});
-    exit_code = bad ? kExitUsage : failed ? kExitCheckFailed : kExitOk;
+    // With a ledger, known failures are expected: only its violations fail the run.
+    if (ledger && ledger_violations + bad == 0 && failed > 0)
+      std::cout << fmt::format("ledger {}: {} expected failure(s), no violation\n", ledger_path, failed);
+    const bool any_failure = ledger ? ledger_violations > 0 : failed > 0;
+    exit_code = bad ? kExitUsage : any_failure ? kExitCheckFailed : kExitOk;
   });
 }
 
