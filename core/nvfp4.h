@@ -29,7 +29,7 @@ enum class Nvfp4DequantOrder : uint8_t {
   // vLLM dequantize_to_dtype, ModelOpt dequantize.
   kScaleTimesGlobalFirst,
   // fl(fl(e2m1 * e4m3) * S_d): FlashInfer's pure-torch _e2m1_and_ufp8sf_scale_to_float_cpu, which the
-  // golden MoE layer file (shared/golden/moe_layer_golden.json) was computed with.
+  // golden MoE layer file (tests/golden/moe_layer_golden.json) was computed with.
   kCodeTimesScaleFirst,
 };
 

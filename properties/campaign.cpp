@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <filesystem>
 #include <new>
@@ -15,7 +17,11 @@
 #include "core/interrupt.h"
 #include "core/recipe_text.h"
 #include "core/report.h"
+#include "core/repro_command.h"
+#include "core/terminal_width.h"
+#include "kernels/kernel_name.h"
 #include "properties/gen/recipe_gen.h"
+#include "properties/progress_line.h"
 
 namespace moefuzz {
 namespace {
@@ -55,9 +61,11 @@ std::string kernel_named_in(const std::string& text) {
   return "";
 }
 
-Finding save_finding(const CaseRecipe& recipe, const Verdict& v, const std::string& kernel_name,
+Finding save_finding(const CaseRecipe& recipe, const Verdict& v, const std::string& kernel_as_given,
                      const std::string& out_dir, int64_t index, const std::string& profile_override) {
   make_directories(out_dir);
+  // A plugin path is stored absolute: the finding replays from any directory.
+  const std::string kernel_name = stored_kernel_name(kernel_as_given);
   Finding f;
   f.signature = v.signature();
   // Never over an earlier finding (another run into the same directory): take the next free number.
@@ -69,8 +77,8 @@ Finding save_finding(const CaseRecipe& recipe, const Verdict& v, const std::stri
   }
   f.recipe_path = stem + ".moefuzz";
   f.report_path = stem + ".txt";
-  f.repro = fmt::format("moefuzz replay {} --kernel {}{}", f.recipe_path, kernel_name,
-                        profile_override.empty() ? "" : " --profile " + profile_override);
+  f.repro = repro_replay_command(f.recipe_path, kernel_name) +
+            (profile_override.empty() ? "" : " --profile " + profile_override);
   std::string text = to_text(recipe);
   const size_t eol = text.find('\n');
   const std::string header = fmt::format("# moefuzz finding: {}\n# kernel: {}\n# {}\n# REPRO: {}\n",
@@ -115,7 +123,11 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     }
     std::optional<Verdict> supports_fault;
     const std::string invalid = validate(r);
-    const std::string unsupported = invalid.empty() ? supports_or_fault(kernel, r, supports_fault) : invalid;
+    const int64_t bytes = estimate_case_bytes(r);
+    std::string unsupported = invalid.empty() ? supports_or_fault(kernel, r, supports_fault) : invalid;
+    if (unsupported.empty() && !supports_fault && bytes > o.max_case_bytes)
+      unsupported = fmt::format("the case needs {}, above --max-case-bytes {}", format_byte_count(bytes),
+                                format_byte_count(o.max_case_bytes));
     if (!unsupported.empty() && !supports_fault) {
       ++s.unsupported;
       s.last_unsupported = unsupported;
@@ -132,7 +144,7 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     CaseReport rep;
     try {
       // A fault in supports() is the case's finding: nothing else runs on it.
-      rep = supports_fault ? fault_report(*supports_fault, co) : check_case(kernel, materialize(r), co);
+      rep = supports_fault ? fault_report(*supports_fault, co) : check_case(kernel, materialize(r, o.max_case_bytes), co);
     } catch (const Interrupted&) {
       s.interrupted_by = interrupt_signal();
       break;  // the interrupted case is not counted: its checks did not all run
@@ -170,10 +182,11 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     if (o.progress) {
       const double frac =
           o.cases > 0 ? static_cast<double>(s.cases) / static_cast<double>(o.cases) : elapsed() / o.seconds;
-      const int filled = static_cast<int>(std::min(1.0, frac) * 30);
-      log << fmt::format("\r[{:<30}] {} cases, {} findings, {:.1f}s",
-                         std::string(static_cast<size_t>(filled), '#'), s.cases, s.findings.size(), elapsed())
-          << std::flush;
+      // Fitted to the terminal's width (asked each time: it may be resized); "\x1b[K" clears the rest.
+      log << "\r"
+          << format_progress_line(frac, s.cases, static_cast<int64_t>(s.findings.size()), elapsed(),
+                                  terminal_columns(STDERR_FILENO))
+          << "\x1b[K" << std::flush;
     }
   }
   if (o.progress) log << "\n";

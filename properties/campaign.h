@@ -33,6 +33,9 @@ struct CampaignOptions {
   std::vector<const Invariant*> invariants;
   std::string out_dir;    // findings land here
   bool progress = false;  // a progress line on stderr
+  // Drawn recipes above this many bytes (estimate_case_bytes) are not materialized: they count as
+  // outside the domain, with the reason, like recipes the kernel does not support.
+  int64_t max_case_bytes = kDefaultMaxCaseBytes;
   RunOptions run;
 };
 

@@ -24,6 +24,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/recipe_text.h"
+#include "core/repro_command.h"
 #include "kernels/registry.h"
 #include "properties/campaign.h"
 #include "properties/shrinker.h"
@@ -420,8 +421,9 @@ std::string format_fuzz_summary(const FuzzCampaignSummary& s) {
   if (!s.semantic.empty()) out += "  semantic: " + s.semantic + "\n";
   if (s.findings.empty()) out += "  no new findings\n";
   for (const auto& f : s.findings)
-    out += fmt::format("  FINDING {} (found within {:.0f} s): {}\n    {}\n    REPRO: moefuzz replay {}\n",
-                       f.signature, f.found_within, f.path, f.after, f.path);
+    out += fmt::format("  FINDING {} (found within {:.0f} s): {}\n    {}\n    REPRO: {} replay {}\n",
+                       f.signature, f.found_within, f.path, f.after, repro_program(),
+                       shell_quote(std::filesystem::absolute(f.path).lexically_normal().string()));
   for (const auto& u : s.unconverted)
     out += fmt::format("  crash input without a recipe (a real crash?): {}\n", u);
   return out;

@@ -1,5 +1,7 @@
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "core/errors.h"
 #include "properties/invariants/invariants.h"
 
@@ -46,7 +48,11 @@ std::vector<const Invariant*> select_invariants(std::string_view list) {
     const size_t comma = list.find(',', start);
     const std::string_view code =
         list.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
-    if (!code.empty()) out.push_back(&invariant_by_code(code));
+    if (!code.empty()) {
+      // A name given twice is one invariant: counting it twice would double its tallies and cost.
+      const Invariant* inv = &invariant_by_code(code);
+      if (std::find(out.begin(), out.end(), inv) == out.end()) out.push_back(inv);
+    }
     if (comma == std::string_view::npos) break;
     start = comma + 1;
   }

@@ -231,7 +231,8 @@ KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
     if (!row.killed_as_declared()) m.survivors.push_back(row.mutant);
     m.rows.push_back(std::move(row));
   }
-  for (const auto& code : m.invariants) {
+  m.toothless_assessed = o.mutants.empty();
+  for (const auto& code : m.toothless_assessed ? m.invariants : std::vector<std::string>{}) {
     bool kills = false;
     for (const auto& row : m.rows) {
       auto it = row.kills.find(code);
@@ -295,7 +296,8 @@ std::string format_kill_matrix(const KillMatrix& m) {
   for (const auto& [k, n] : m.correct_failures)
     out += fmt::format("correct kernel {:<30} {} failing case(s){}\n", k, n,
                        n ? " -- " + m.correct_first_failure.at(k) : std::string());
-  out += m.toothless.empty()
+  out += !m.toothless_assessed ? "toothless invariants not assessed (--mutant ran a subset of the mutants)\n"
+         : m.toothless.empty()
              ? "every invariant kills at least one mutant\n"
              : fmt::format("TOOTHLESS invariants (kill no mutant): {}\n", fmt::join(m.toothless, ", "));
   out += m.no_first_kill.empty() ? "every invariant is the first killer of some mutant\n"
@@ -324,6 +326,7 @@ nlohmann::json kill_matrix_json(const KillMatrix& m) {
   }
   j["correct_failures"] = m.correct_failures;
   j["toothless"] = m.toothless;
+  j["toothless_assessed"] = m.toothless_assessed;
   j["survivors"] = m.survivors;
   j["no_first_kill"] = m.no_first_kill;
   j["green"] = m.green();

@@ -56,6 +56,9 @@ struct KillMatrix {
   std::map<std::string, int64_t> correct_failures;  // correct kernel -> failing cases (must be 0)
   std::map<std::string, std::string> correct_first_failure;
   std::vector<std::string> toothless;  // invariants that killed no mutant
+  // False when --mutant chose a subset: an invariant only other mutants violate is not toothless, so
+  // toothlessness is judged on full runs only (and a subset is green when its own mutants die).
+  bool toothless_assessed = true;
   std::vector<std::string> survivors;  // mutants not killed by any declared invariant
   // Invariants that are neither the only nor the first killer of any mutant (section 6.2).
   std::vector<std::string> no_first_kill;

@@ -13,6 +13,8 @@
 #include "core/errors.h"
 #include "core/recipe_text.h"
 #include "kernels/isolated_run.h"
+#include "core/repro_command.h"
+#include "kernels/kernel_name.h"
 #include "properties/check_engine.h"
 
 namespace moefuzz {
@@ -446,8 +448,9 @@ ShrinkResult shrink_recipe(const Kernel& kernel, const CaseRecipe& input, const 
   return res;
 }
 
-std::string format_regression(const ShrinkResult& s, const std::string& kernel_name,
+std::string format_regression(const ShrinkResult& s, const std::string& kernel_as_given,
                               const std::string& out_path) {
+  const std::string kernel_name = stored_kernel_name(kernel_as_given);  // plugin paths absolute
   std::string header = fmt::format("# kernel: {}\n# kills: {}\n# message: {}\n", kernel_name, s.signature,
                                    one_line(s.verdict.message));
   header += fmt::format("# before: {}{}\n", shape_summary(s.original),
@@ -455,7 +458,7 @@ std::string format_regression(const ShrinkResult& s, const std::string& kernel_n
   header += fmt::format("# after: {}\n", shape_summary(s.shrunk));
   header += fmt::format("# shrunk in {:.2f}s: {} candidates checked, {} accepted, {}\n", s.seconds,
                         s.candidates, s.accepted, s.fixpoint ? "fixpoint" : "time budget reached");
-  header += fmt::format("# REPRO: moefuzz replay {} --kernel {}\n", out_path, kernel_name);
+  header += fmt::format("# REPRO: {}\n", repro_replay_command(out_path, kernel_name));
   std::string text = to_text(s.shrunk);
   const size_t eol = text.find('\n');
   text.insert(eol == std::string::npos ? text.size() : eol + 1, header);

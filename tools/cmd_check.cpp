@@ -17,7 +17,9 @@
 #include "kernels/plugin_kernel.h"
 #include "kernels/registry.h"
 #include "properties/campaign.h"
+#include "properties/junit_results.h"
 #include "tools/commands.h"
+#include "tools/global_options.h"
 
 namespace moefuzz::cli {
 
@@ -33,6 +35,7 @@ struct CheckArgs {
   std::string tier = "standard";
   std::string out;
   std::string json;
+  std::string junit;
   int tactic = 0;
 };
 
@@ -86,6 +89,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--tactic", a.tactic, "Kernel tactic for the baseline run")->check(CLI::NonNegativeNumber);
   cmd->add_option("--out", a.out, "Directory for findings (default: $TMPDIR/moefuzz/<kernel>-seed<S>)");
   cmd->add_option("--json", a.json, "Write the summary as JSON here");
+  cmd->add_option("--junit", a.junit, "Write JUnit XML here: one test case per invariant and per finding");
   cmd->callback([cmd, &exit_code] {
     a.seed_given = cmd->count("--seed") > 0;
     if (!a.seed_given) a.seed = time_seed();
@@ -113,6 +117,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
           o.invariants.push_back(&inv);
     o.out_dir = out_dir;
     o.progress = ::isatty(STDERR_FILENO) != 0;
+    o.max_case_bytes = global_options().max_case_bytes;
     o.run.tactic = a.tactic;
     std::cerr << fmt::format("moefuzz check: kernel {} (profile {}), seed {}, shapes {}\n", a.kernel,
                              a.profile.empty() ? kernel->profile() : a.profile, a.seed, a.shapes);
@@ -126,6 +131,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
     std::cout << format_summary_table(s);
     if (!s.findings.empty()) std::cout << "findings written to " << o.out_dir << "\n";
     if (!a.json.empty()) write_output(a.json, summary_json(s).dump(2) + "\n");
+    if (!a.junit.empty()) write_junit_file(a.junit, {junit_suite(s)});
     exit_code = s.interrupted_by != 0 ? 128 + s.interrupted_by : s.findings.empty() ? 0 : 1;
   });
 }

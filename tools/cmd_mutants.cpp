@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "core/output_path.h"
 #include "kernels/registry.h"
+#include "properties/junit_results.h"
 #include "properties/kill_matrix.h"
 #include "tools/commands.h"
 
@@ -19,7 +20,7 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
   auto* cmd =
       app.add_subcommand("mutants", "Kill matrix: every mutant x invariant, cases and seconds to kill");
   static KillMatrixOptions o;
-  static std::string json;
+  static std::string json, junit;
   cmd->add_option("--time", o.seconds_per_mutant, "Seconds per mutant")->capture_default_str();
   cmd->add_option("--cases", o.max_cases_per_mutant, "Cases per mutant at most")->capture_default_str();
   cmd->add_option("--seed", o.seed, "Root seed")->capture_default_str();
@@ -28,6 +29,8 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_flag("--baselines", o.baselines, "Also apply upstream-style checkers (allclose, check_accuracy)");
   cmd->add_option("--json", json, "Write the matrix as JSON here");
+  cmd->add_option("--junit", junit,
+                  "Write JUnit XML here: one test case per mutant, invariant and correct kernel");
   cmd->callback([&exit_code] {
     // An unknown --mutant would silently select nothing: name it and exit 2 like every bad input.
     // A plugin path or py: kernel is loaded (InputError if it cannot be) and must declare what kills it.
@@ -47,6 +50,7 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
     const KillMatrix m = run_kill_matrix(o);
     std::cout << format_kill_matrix(m);
     if (!json.empty()) write_output(json, kill_matrix_json(m).dump(2) + "\n");
+    if (!junit.empty()) write_junit_file(junit, {junit_suite(m)});
     exit_code = m.green() ? 0 : 1;
   });
 }

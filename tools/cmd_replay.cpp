@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "core/case.h"
@@ -17,8 +18,12 @@
 #include "core/profile.h"
 #include "core/recipe_text.h"
 #include "core/report.h"
+#include "core/repro_command.h"
+#include "kernels/kernel_name.h"
 #include "kernels/registry.h"
 #include "properties/campaign.h"
+#include "properties/findings_ledger.h"
+#include "properties/junit_results.h"
 #include "tools/commands.h"
 #include "tools/global_options.h"
 
@@ -70,15 +75,27 @@ void add_replay_command(CLI::App& app, int& exit_code) {
   auto* cmd = app.add_subcommand("replay", "Re-run saved cases (findings, regressions) and print the report");
   static std::vector<std::string> files;
   static std::string kernel_arg, profile_arg, invariants = "all";
-  cmd->add_option("FILE", files, "Recipe files")->required();
+  cmd->add_option("FILE", files, "Recipe files (default with --ledger: every file the ledger lists)");
+  static std::string ledger_path;
+  cmd->add_option(
+      "--ledger", ledger_path,
+      "Judge each result against this findings ledger (docs/ledger.md): exit 1 on a new finding, a "
+      "changed signature, a fixed entry failing or an expected failure passing");
   cmd->add_option("--kernel", kernel_arg, "Kernel (default: the file's '# kernel:' header, else cpu)");
   cmd->add_option("--profile", profile_arg, "Check against this profile instead of the kernel's claimed one");
   cmd->add_option("--invariants", invariants, "Comma-separated invariant codes, or all")
       ->capture_default_str();
+  static std::string junit;
+  cmd->add_option("--junit", junit,
+                  "Write JUnit XML here: one test case per invariant and finding of each file");
   static bool sanitize = false;
   cmd->add_flag("--sanitize", sanitize,
                 "Re-run under compute-sanitizer (memcheck, then racecheck); needs a CUDA kernel");
   cmd->callback([&exit_code] {
+    std::optional<FindingsLedger> ledger;
+    if (!ledger_path.empty()) ledger = load_findings_ledger(ledger_path);
+    if (files.empty() && ledger) files = ledger->files();
+    if (files.empty()) throw InputError("replay: no FILE given (and no --ledger to take them from)");
     if (sanitize) {
       const std::string sanitizer = find_compute_sanitizer();
       for (const auto& path : files) {
@@ -118,49 +135,78 @@ void add_replay_command(CLI::App& app, int& exit_code) {
       exit_code = worst;
       return;
     }
-    int failed = 0;
+    // A bad file is reported and skipped: the others still replay, and the exit code is 2 at the end.
+    int failed = 0, bad = 0, ledger_violations = 0;
+    JunitSuite suite{.name = "moefuzz replay"};
+    (void)select_invariants(invariants);  // a bad --invariants is one usage error, not one per file
     for (const auto& path : files) {
-      CaseRecipe r = parse_recipe_file(path, global_options().max_case_bytes);
-      std::string kernel_name = kernel_arg;
-      if (kernel_name.empty()) {
-        std::ifstream in(path);
-        std::stringstream ss;
-        ss << in.rdbuf();
-        kernel_name = kernel_named_in(ss.str());
-        if (kernel_name.empty()) kernel_name = "cpu";
+      try {
+        CaseRecipe r = parse_recipe_file(path, global_options().max_case_bytes);
+        std::string kernel_name = kernel_arg;
+        if (kernel_name.empty()) {
+          std::ifstream in(path);
+          std::stringstream ss;
+          ss << in.rdbuf();
+          kernel_name = kernel_named_in(ss.str());
+          if (kernel_name.empty()) kernel_name = "cpu";
+        }
+        const auto kernel = make_kernel(kernel_name);
+        CheckOptions o{.invariants = select_invariants(invariants)};
+        std::optional<Verdict> supports_fault;
+        const std::string why = supports_or_fault(*kernel, r, supports_fault);
+        if (!why.empty() && !supports_fault)
+          throw InputError(
+              fmt::format("{}: kernel {} does not support this recipe: {}", path, kernel_name, why));
+        // The report states the contract in force (describe_recipe reads recipe.profile).
+        r.profile = profile_arg.empty() ? kernel->profile() : profile_by_name(profile_arg).name;
+        o.profile = profile_arg;
+        const CaseReport rep = supports_fault
+                                   ? fault_report(*supports_fault, o)
+                                   : check_case(*kernel, materialize(r, global_options().max_case_bytes), o);
+        const std::string repro = repro_replay_command(path, stored_kernel_name(kernel_name)) +
+                                  (profile_arg.empty() ? "" : " --profile " + profile_arg);
+        add_junit_cases(suite, path, kernel_name, rep, repro);
+        if (rep.failed()) {
+          ++failed;
+          std::cout << format_failure_report(r, rep.first_failure(), kernel_name, repro);
+        } else {
+          std::cout << fmt::format("{}: all {} checks held on kernel {} ({:.2f}s)\n", path,
+                                   rep.verdicts.size(), kernel_name, rep.seconds);
+        }
+        if (ledger) {
+          std::vector<std::string> failures;
+          for (const auto& v : rep.verdicts)
+            if (v.failed()) failures.push_back(v.signature());
+          const LedgerJudgement j = ledger->judge(path, failures);
+          std::cout << fmt::format("{}: ledger: {}\n", path, j.message);
+          if (!j.ok) {
+            ++ledger_violations;
+            add_junit_error(suite, path, "ledger: " + j.message);
+          }
+        }
+        for (const auto& v : rep.verdicts)
+          std::cout << fmt::format("  {:<8} {:<8} {}\n", v.invariant,
+                                   v.outcome == Outcome::kPass      ? "pass"
+                                   : v.outcome == Outcome::kFail    ? "FAIL"
+                                   : v.outcome == Outcome::kSkip    ? "skip"
+                                   : v.outcome == Outcome::kVacuous ? "vacuous"
+                                                                    : "not-eval",
+                                   v.message);
+      } catch (const InputError& e) {
+        ++bad;
+        add_junit_error(suite, path, e.what());
+        std::cout << std::flush;
+        std::cerr << "moefuzz: error: " << e.what() << "\n";
       }
-      const auto kernel = make_kernel(kernel_name);
-      CheckOptions o{.invariants = select_invariants(invariants)};
-      std::optional<Verdict> supports_fault;
-      const std::string why = supports_or_fault(*kernel, r, supports_fault);
-      if (!why.empty() && !supports_fault)
-        throw InputError(
-            fmt::format("{}: kernel {} does not support this recipe: {}", path, kernel_name, why));
-      // The report states the contract in force (describe_recipe reads recipe.profile).
-      r.profile = profile_arg.empty() ? kernel->profile() : profile_by_name(profile_arg).name;
-      o.profile = profile_arg;
-      const CaseReport rep = supports_fault
-                                 ? fault_report(*supports_fault, o)
-                                 : check_case(*kernel, materialize(r, global_options().max_case_bytes), o);
-      const std::string repro = fmt::format("moefuzz replay {} --kernel {}{}", path, kernel_name,
-                                            profile_arg.empty() ? "" : " --profile " + profile_arg);
-      if (rep.failed()) {
-        ++failed;
-        std::cout << format_failure_report(r, rep.first_failure(), kernel_name, repro);
-      } else {
-        std::cout << fmt::format("{}: all {} checks held on kernel {} ({:.2f}s)\n", path, rep.verdicts.size(),
-                                 kernel_name, rep.seconds);
-      }
-      for (const auto& v : rep.verdicts)
-        std::cout << fmt::format("  {:<8} {:<8} {}\n", v.invariant,
-                                 v.outcome == Outcome::kPass      ? "pass"
-                                 : v.outcome == Outcome::kFail    ? "FAIL"
-                                 : v.outcome == Outcome::kSkip    ? "skip"
-                                 : v.outcome == Outcome::kVacuous ? "vacuous"
-                                                                  : "not-eval",
-                                 v.message);
     }
-    exit_code = failed ? 1 : 0;
+    if (bad > 0 && files.size() > 1)
+      std::cerr << fmt::format("moefuzz replay: {} of {} files could not be replayed\n", bad, files.size());
+    if (!junit.empty()) write_junit_file(junit, {suite});
+    // With a ledger, known failures are expected: only its violations fail the run.
+    if (ledger && ledger_violations + bad == 0 && failed > 0)
+      std::cout << fmt::format("ledger {}: {} expected failure(s), no violation\n", ledger_path, failed);
+    const bool any_failure = ledger ? ledger_violations > 0 : failed > 0;
+    exit_code = bad ? kExitUsage : any_failure ? kExitCheckFailed : kExitOk;
   });
 }
 

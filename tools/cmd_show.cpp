@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <iostream>
+#include <limits>
 
 #include "core/case.h"
 #include "core/case_stats.h"
@@ -52,8 +53,12 @@ void add_show_command(CLI::App& app, int& exit_code) {
       fmt::format("Compute tensor statistics even for cases above {} (still bounded by --max-case-bytes)",
                   format_byte_count(kShowStatsMaxBytes)));
   cmd->callback([&exit_code] {
-    const CaseRecipe r = parse_recipe_file(path, global_options().max_case_bytes);
+    // The recipe, description and size print for any size (nothing is allocated for them); the
+    // --max-case-bytes cap applies when the statistics materialize the case.
+    CaseRecipe r = parse_recipe_file(path, std::numeric_limits<int64_t>::max());
     const int64_t estimate = estimate_case_bytes(r);
+    if (force_stats || estimate <= kShowStatsMaxBytes)
+      r = parse_recipe_file(path, global_options().max_case_bytes);
     std::cout << "# " << path << "\n" << to_text(r);
     std::cout << "description: " << describe_recipe(r) << "\n";
     std::cout << "estimated size: " << format_byte_count(estimate) << "\n";

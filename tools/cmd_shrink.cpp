@@ -11,6 +11,8 @@
 #include "core/errors.h"
 #include "core/output_path.h"
 #include "core/recipe_text.h"
+#include "core/repro_command.h"
+#include "kernels/kernel_name.h"
 #include "kernels/registry.h"
 #include "properties/campaign.h"
 #include "properties/shrinker.h"
@@ -72,10 +74,10 @@ void add_shrink_command(CLI::App& app, int& exit_code) {
     }
     write_output(out, format_regression(s, kernel_name, out));
     std::cout << fmt::format(
-        "shrunk {} ({}) in {:.2f}s, {} candidates, {}\n  before: {}\n  after:  {}\n  wrote {}\n  REPRO: "
-        "moefuzz replay {} --kernel {}\n",
+        "shrunk {} ({}) in {:.2f}s, {} candidates, {}\n  before: {}\n  after:  {}\n  wrote {}\n  REPRO: {}\n",
         file, s.signature, s.seconds, s.candidates, s.fixpoint ? "fixpoint" : "time budget reached",
-        shape_summary(s.original), shape_summary(s.shrunk), out, out, kernel_name);
+        shape_summary(s.original), shape_summary(s.shrunk), out,
+        repro_replay_command(out, stored_kernel_name(kernel_name)));
     exit_code = kExitOk;
   });
 }

@@ -6,14 +6,16 @@
 //   const auto r = moefuzz::parse_recipe_file(path, moefuzz::cli::global_options().max_case_bytes);
 #include <cstdint>
 
+#include "core/memory_budget.h"
 #include "core/recipe.h"
 
 namespace moefuzz::cli {
 
 struct GlobalOptions {
   // Upper bound on the bytes one case may materialize (estimate_case_bytes); larger recipes are
-  // rejected with exit 2 before anything is allocated.
-  int64_t max_case_bytes = kDefaultMaxCaseBytes;
+  // rejected with exit 2 before anything is allocated. By default a quarter of the memory available
+  // at start (core/memory_budget.h derives the fraction).
+  int64_t max_case_bytes = default_max_case_bytes();
 };
 
 inline GlobalOptions& global_options() {

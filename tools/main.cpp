@@ -7,16 +7,21 @@
 #include "core/interrupt.h"
 #include "tools/commands.h"
 #include "tools/global_options.h"
+#include "tools/misspelling.h"
+#include "tools/version.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
       "moefuzz: differential testing and fuzzing of MoE kernels (routing, NVFP4, grouped GEMM, combine)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", moefuzz::cli::version_string());
   // Global options may also follow the subcommand (`moefuzz show F --max-case-bytes N`): subcommands
   // created after this inherit fallthrough.
   app.fallthrough();
-  app.add_option("--max-case-bytes", moefuzz::cli::global_options().max_case_bytes,
-                 "Largest case (bytes of materialized tensors) any command accepts; larger recipes exit 2")
+  app.add_option(
+         "--max-case-bytes", moefuzz::cli::global_options().max_case_bytes,
+         "Largest case (bytes of materialized tensors) any command materializes; larger recipes exit 2 "
+         "(default: a quarter of the memory available now)")
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
             // CLI11 saturates an overflowing integer silently; a size limit must be exact.
@@ -37,6 +42,12 @@ int main(int argc, char** argv) {
   moefuzz::cli::add_drift_command(app, exit_code);
   moefuzz::cli::add_shrink_command(app, exit_code);
   moefuzz::cli::add_campaign_command(app, exit_code);
+  // A misspelled command or option is named with the nearest known one (CLI11 alone would say "A
+  // subcommand is required").
+  if (const std::string why = moefuzz::cli::misspelling_message(app, argc, argv); !why.empty()) {
+    std::cerr << "moefuzz: error: " << why << "\n";
+    return moefuzz::kExitUsage;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

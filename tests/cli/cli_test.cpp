@@ -54,8 +54,8 @@ TEST_F(Cli, ShowPrintsEveryExample) {
   for (const auto& entry : fs::directory_iterator(examples)) {
     if (entry.path().extension() != ".moefuzz") continue;
     SCOPED_TRACE(entry.path().string());
-    // The DeepSeek examples have model shapes above the 2 GiB default (their comments say so).
-    const auto r = run_moefuzz({"show", entry.path().string(), "--max-case-bytes", "8000000000"});
+    // Default settings: show prints every example, model-sized ones included.
+    const auto r = run_moefuzz({"show", entry.path().string()});
     EXPECT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("MOEFUZZ v1\nseed = "), std::string::npos) << r.output;
     EXPECT_NE(r.output.find("description: tokens "), std::string::npos) << r.output;
@@ -74,9 +74,13 @@ TEST_F(Cli, ShowOfASmallCasePrintsTensorStatistics) {
   EXPECT_NE(r.output.find("hidden", stats), std::string::npos) << r.output;
 }
 
-TEST_F(Cli, ModelSizedCaseNeedsTheFlag) {
-  const auto r = run_moefuzz({"show", MOEFUZZ_SOURCE_DIR "/corpora/examples/deepseek_v3.moefuzz"});
-  expect_input_error(r, "raise it with --max-case-bytes");
+TEST_F(Cli, ModelSizedCaseShowsAndItsStatisticsObeyTheCap) {
+  const std::string ds = MOEFUZZ_SOURCE_DIR "/corpora/examples/deepseek_v3.moefuzz";
+  const auto r = run_moefuzz({"show", ds});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("statistics skipped"), std::string::npos) << r.output;
+  expect_input_error(run_moefuzz({"show", "--stats", ds, "--max-case-bytes", "1000000"}),
+                     "raise it with --max-case-bytes");
 }
 
 TEST_F(Cli, MalformedTruncatedAndUnknownVersionExitTwo) {
@@ -95,7 +99,12 @@ TEST_F(Cli, MalformedTruncatedAndUnknownVersionExitTwo) {
 
 TEST_F(Cli, TerabyteClaimIsRejectedFastWithLittleMemory) {
   const std::string path = write("huge.moefuzz", "MOEFUZZ v1\ntokens = 16777216\nhidden = 1048576\n");
-  const auto r = run_moefuzz({"show", path});
+  // show prints the claim's size without allocating it; --stats would materialize it: refused.
+  const auto shown = run_moefuzz({"show", path});
+  EXPECT_EQ(shown.exit_code, 0) << shown.output;
+  EXPECT_NE(shown.output.find("estimated size: "), std::string::npos) << shown.output;
+  EXPECT_LT(shown.max_rss_kib, 256 * 1024) << "peak RSS " << shown.max_rss_kib << " KiB";
+  const auto r = run_moefuzz({"show", "--stats", path});
   expect_input_error(r, "--max-case-bytes");
   // Derived limits: the CLI's own footprint is tens of MiB; anything near the claim (32 TiB of
   // hidden states alone) would be killed by RLIMIT_AS long before. 256 MiB and 10 s leave a wide

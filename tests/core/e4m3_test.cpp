@@ -6,9 +6,11 @@
 //     ulps away round to the nearest value;
 //   * the underflow tie 2^-10, saturation (448, 464, Inf) and NaN -> 0x7F;
 //   * a brute-force "nearest value, ties to even" encoder agrees on a strided sweep of all fp32;
-//   * torch's float8_e4m3fn casts recorded in shared/golden/nvfp4_quant_golden.json agree (skips
-//     visibly without the file).
+//   * torch's float8_e4m3fn casts recorded in tests/golden/nvfp4_quant_golden.json agree (fails
+//     without the file).
 #include "core/e4m3.h"
+
+#include "golden_files.h"
 
 #include <gtest/gtest.h>
 
@@ -178,11 +180,8 @@ TEST(E4m3, AgreesWithBruteForceNearestDenselyInsideTheRange) {
 }
 
 TEST(E4m3, AgreesWithTorchCastsInTheQuantGolden) {
-  const std::filesystem::path path =
-      std::filesystem::path(MOEFUZZ_SHARED_DIR) / "golden" / "nvfp4_quant_golden.json";
-  std::ifstream in(path);
-  if (!in) GTEST_SKIP() << "golden file missing: " << path << " (shared/ must sit beside the repo)";
-  const nlohmann::json golden = nlohmann::json::parse(in);
+  const nlohmann::json golden = load_golden("nvfp4_quant_golden.json");
+  expect_at_least_cases(golden, kMinQuantGoldenCases, "nvfp4_quant_golden.json");
   int checked = 0;
   for (const auto& c : golden.at("cases")) {
     const auto& sf32 = c.at("replicated_intermediates").at("sf32_before_e4m3");

@@ -1,7 +1,7 @@
 // core/fp4_packing.h: element 2j in the LOW nibble of byte j (SPEC.md §1.1), round trips, rejection
-// of bad outside data, and consistency with shared/golden/nvfp4_quant_golden.json, whose
+// of bad outside data, and consistency with tests/golden/nvfp4_quant_golden.json, whose
 // output.codes / output.packed were produced from vLLM's ref_nvfp4_quant with the break_fp4_bytes
-// (low nibble first) convention. Skips visibly when the golden file is absent.
+// (low nibble first) convention. Fails when the golden file is absent.
 #include "core/fp4_packing.h"
 
 #include <gtest/gtest.h>
@@ -16,12 +16,10 @@
 
 #include "core/e2m1.h"
 #include "core/errors.h"
+#include "golden_files.h"
 
 namespace moefuzz {
 namespace {
-
-const std::filesystem::path kGolden =
-    std::filesystem::path(MOEFUZZ_SHARED_DIR) / "golden" / "nvfp4_quant_golden.json";
 
 TEST(Fp4Packing, EvenElementGoesToTheLowNibble) {
   const std::vector<uint8_t> codes = {0x1, 0x2, 0xF, 0x8};
@@ -71,9 +69,8 @@ TEST(Fp4Packing, RejectsOddCountsAndWideCodes) {
 }
 
 TEST(Fp4Packing, MatchesGoldenCodesPackedAndValues) {
-  std::ifstream in(kGolden);
-  if (!in) GTEST_SKIP() << "golden file missing: " << kGolden << " (shared/ must sit beside the repo)";
-  const nlohmann::json golden = nlohmann::json::parse(in);
+  const nlohmann::json golden = load_golden("nvfp4_quant_golden.json");
+  expect_at_least_cases(golden, kMinQuantGoldenCases, "nvfp4_quant_golden.json");
   size_t rows_checked = 0, elements_checked = 0;
   for (const auto& c : golden.at("cases")) {
     const auto& out = c.at("output");

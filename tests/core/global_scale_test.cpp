@@ -1,13 +1,13 @@
 // core/global_scale.h: the two global-scale conventions (SPEC.md §1.4) reproduce the upstream
 // expressions bit for bit:
 //   * FlashInfer calculate_fp4_global_scale_factor, S_q = fl(fl(1/amax) * 2688), against every
-//     '2688/amax' case of shared/golden/nvfp4_quant_golden.json and every layer input / weight scale of
-//     shared/golden/moe_layer_golden.json (amax recomputed from the stored tensors);
+//     '2688/amax' case of tests/golden/nvfp4_quant_golden.json and every layer input / weight scale of
+//     tests/golden/moe_layer_golden.json (amax recomputed from the stored tensors);
 //   * S_d = fl(1/S_q) against the layer file's *_dequant values;
 //   * ModelOpt weight_scale_2 = fl(amax / 2688) is the correctly rounded quotient (checked with
 //     Boost.Multiprecision);
 //   * amax follows abs().nan_to_num().max().
-// The golden tests skip visibly when shared/ is absent.
+// The golden tests fail when tests/golden/ is absent.
 #include "core/global_scale.h"
 
 #include <gtest/gtest.h>
@@ -24,23 +24,16 @@
 #include <vector>
 
 #include "core/bf16.h"
+#include "golden_files.h"
 
 namespace moefuzz {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kGoldenDir = fs::path(MOEFUZZ_SHARED_DIR) / "golden";
 
 uint32_t bits_of(float f) { return std::bit_cast<uint32_t>(f); }
 uint32_t parse_bits(const nlohmann::json& hex) {
   return static_cast<uint32_t>(std::stoul(hex.get<std::string>(), nullptr, 16));
-}
-
-// Loads a golden file or returns null (the caller skips).
-nlohmann::json load_golden(const std::string& name) {
-  std::ifstream in(kGoldenDir / name);
-  if (!in) return nullptr;
-  return nlohmann::json::parse(in);
 }
 
 std::vector<float> flatten(const nlohmann::json& rows) {
@@ -52,7 +45,7 @@ std::vector<float> flatten(const nlohmann::json& rows) {
 
 TEST(GlobalScale, QuantGoldenFlashInferScalesFromRecomputedAmax) {
   const nlohmann::json golden = load_golden("nvfp4_quant_golden.json");
-  if (golden.is_null()) GTEST_SKIP() << "golden file missing: " << kGoldenDir / "nvfp4_quant_golden.json";
+  expect_at_least_cases(golden, kMinQuantGoldenCases, "nvfp4_quant_golden.json");
   int checked = 0;
   for (const auto& c : golden.at("cases")) {
     if (c.at("global_scale_kind") != "2688/amax") continue;
@@ -70,7 +63,7 @@ TEST(GlobalScale, QuantGoldenFlashInferScalesFromRecomputedAmax) {
 
 TEST(GlobalScale, LayerGoldenInputAndWeightScales) {
   const nlohmann::json golden = load_golden("moe_layer_golden.json");
-  if (golden.is_null()) GTEST_SKIP() << "golden file missing: " << kGoldenDir / "moe_layer_golden.json";
+  expect_at_least_cases(golden, kMinLayerGoldenCases, "moe_layer_golden.json");
   int checked = 0;
   for (const auto& c : golden.at("cases")) {
     const auto& in = c.at("inputs");

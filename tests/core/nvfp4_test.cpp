@@ -20,12 +20,12 @@
 #include <vector>
 
 #include "core/errors.h"
+#include "golden_files.h"
 
 namespace moefuzz {
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kLayerGolden = fs::path(MOEFUZZ_SHARED_DIR) / "golden" / "moe_layer_golden.json";
 
 // fl(a * b) for fp32 a, b: the double product of two 24-bit significands is exact (48 bits), so one
 // rounding to float is IEEE fp32 multiplication (barring double-range overflow, impossible here).
@@ -146,9 +146,8 @@ int64_t elements_where_orders_differ(const Nvfp4Matrix& m) {
 }
 
 TEST(Nvfp4, GoldenLayerOrderDifferencesMatchTheGeneratorsCount) {
-  std::ifstream in(kLayerGolden);
-  if (!in) GTEST_SKIP() << "golden file missing: " << kLayerGolden << " (shared/ must sit beside the repo)";
-  const nlohmann::json golden = nlohmann::json::parse(in);
+  const nlohmann::json golden = load_golden("moe_layer_golden.json");
+  expect_at_least_cases(golden, kMinLayerGoldenCases, "moe_layer_golden.json");
   int64_t total_elements = 0;
   for (const auto& c : golden.at("cases")) {
     const auto& counts = c.at("checks").at("dequant_elements_differing_if_sf_times_gs_first");

@@ -1,8 +1,8 @@
-// Replays /work/shared/golden/moe_layer_golden.json (FlashInfer run_moe_reference_fp4, README
+// Replays tests/golden/moe_layer_golden.json (FlashInfer run_moe_reference_fp4, README
 // "moe_layer_golden.json") under profile flashinfer-reference: conditioned on the golden routing and
 // on the golden FC1/FC2 codes, the oracle's output, GEMM1, activation and GEMM2 must hold the golden
 // values within the oracle's own derived bounds; our quantizer must reproduce every stored code; and
-// the unconditioned oracle (codes not exposed) must hold them too. Skips visibly without the file.
+// the unconditioned oracle (codes not exposed) must hold them too. Fails without the file.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,6 +21,7 @@
 #include "core/fp4_packing.h"
 #include "core/layer_io.h"
 #include "core/profile.h"
+#include "golden_files.h"
 #include "oracles/layer_ref.h"
 #include "oracles/quant_ref.h"
 
@@ -28,8 +29,6 @@ namespace moefuzz {
 namespace {
 
 using nlohmann::json;
-
-const std::string kGoldenPath = std::string(MOEFUZZ_SHARED_DIR) + "/golden/moe_layer_golden.json";
 
 double num(const json& j) {
   if (j.is_string()) {
@@ -161,8 +160,8 @@ GoldenCase load_case(const json& j) {
 }
 
 std::vector<GoldenCase> load_all() {
-  std::ifstream in(kGoldenPath);
-  const json doc = json::parse(in);
+  const json doc = load_golden("moe_layer_golden.json");
+  expect_at_least_cases(doc, kMinLayerGoldenCases, "moe_layer_golden.json");
   std::vector<GoldenCase> out;
   for (const auto& j : doc["cases"]) out.push_back(load_case(j));
   return out;
@@ -183,12 +182,7 @@ void expect_reproduces(const std::vector<float>& row, float s_q, const Profile& 
         << what << " row " << r << " block " << b;
 }
 
-class LayerGolden : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (!std::filesystem::exists(kGoldenPath)) GTEST_SKIP() << "golden file absent: " << kGoldenPath;
-  }
-};
+class LayerGolden : public ::testing::Test {};
 
 TEST_F(LayerGolden, QuantizerReproducesGoldenInputAndFc2Codes) {
   const Profile& p = profile_by_name("flashinfer-reference");

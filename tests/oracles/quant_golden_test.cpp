@@ -1,11 +1,11 @@
-// Replays every case of shared/golden/nvfp4_quant_golden.json (vLLM ref_nvfp4_quant, run unchanged
+// Replays every case of tests/golden/nvfp4_quant_golden.json (vLLM ref_nvfp4_quant, run unchanged
 // upstream; README in that folder) through quantize_row_ref. Codes (0x0/0x8 canonicalized) and scale
 // bytes must match exactly:
 //   * kReference is the torch recipe itself, so every code and byte must be identical.
 //   * kFastMath + kScaleTest is vLLM's CUDA kernel (nvfp4_utils.cuh) with rcp.approx emulated as RN:
 //     it differs from the reference only by FTZ and the saturating E4M3 cast, neither of which any
 //     golden case reaches (the huge_*_inf case saturates to 448 both ways), so it must match too.
-// The file is skipped visibly when shared/ is absent (CI runs on a clean clone with shared/ beside it).
+// A missing tests/golden/ file fails the test (every clone has it).
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -19,12 +19,11 @@
 
 #include "core/bf16.h"
 #include "core/e2m1.h"
+#include "golden_files.h"
 #include "oracles/quant_ref.h"
 
 namespace moefuzz {
 namespace {
-
-const std::string kGoldenPath = std::string(MOEFUZZ_SHARED_DIR) + "/golden/nvfp4_quant_golden.json";
 
 uint32_t parse_hex(const nlohmann::json& j) {
   return static_cast<uint32_t>(std::stoul(j.get<std::string>(), nullptr, 16));
@@ -67,11 +66,7 @@ Mismatch replay(const nlohmann::json& c, QuantizerVariant variant, ZeroScaleRule
 
 class QuantGolden : public ::testing::Test {
  protected:
-  void SetUp() override {
-    if (!std::filesystem::exists(kGoldenPath)) GTEST_SKIP() << "golden file absent: " << kGoldenPath;
-    std::ifstream in(kGoldenPath);
-    golden_ = nlohmann::json::parse(in);
-  }
+  void SetUp() override { golden_ = load_golden("nvfp4_quant_golden.json"); }
   nlohmann::json golden_;
 };
 
@@ -81,7 +76,7 @@ TEST_F(QuantGolden, ReferenceVariantReproducesEveryCodeAndScale) {
     const Mismatch m = replay(c, QuantizerVariant::kReference, ZeroScaleRule::kScaleTest, &compared);
     EXPECT_EQ(m.codes + m.scales, 0) << c["id"];
   }
-  EXPECT_EQ(golden_["cases"].size(), 31u) << "the public golden file has 31 cases";
+  expect_at_least_cases(golden_, kMinQuantGoldenCases, "nvfp4_quant_golden.json");
   EXPECT_GT(compared, 1000);  // not vacuous: 31 cases of up to 4 x 64 elements
 }
 

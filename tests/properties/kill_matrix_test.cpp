@@ -53,6 +53,7 @@ TEST(KillMatrix, GreenWithinBudget) {
   o.ovf_probe = !skip_ovf;
   KillMatrix m = run_kill_matrix(o);
   std::cout << format_kill_matrix(m);
+  EXPECT_TRUE(m.toothless_assessed) << "the whole zoo ran: every invariant must be judged for teeth";
   if (skip_ovf) {  // Z7 needs the probe: drop it from the verdict, visibly
     std::erase(m.survivors, std::string("mutant/z7-int32-row-offset"));
     std::cout << "MOEFUZZ_SKIP_OVF_PROBE=1: Z7 / OVF not judged\n";

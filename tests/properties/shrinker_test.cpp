@@ -3,9 +3,12 @@
 // DeepSeek-V3-shaped case - the real 6.4 GB layer, through its structural proxy - to a tiny case.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "core/case.h"
 #include "core/errors.h"
 #include "core/recipe_text.h"
+#include "core/repro_command.h"
 #include "kernels/registry.h"
 #include "properties/campaign.h"
 #include "properties/check_engine.h"
@@ -125,8 +128,12 @@ TEST(Shrinker, RegressionFileRoundTrips) {
   EXPECT_EQ(text.rfind("MOEFUZZ v1\n# kernel: mutant/z1-rsf-twice\n# kills: ", 0), 0u) << text;
   EXPECT_EQ(kills_named_in(text), s.signature);
   EXPECT_EQ(kernel_named_in(text), kZ1);
-  EXPECT_NE(text.find("# REPRO: moefuzz replay out.moefuzz --kernel mutant/z1-rsf-twice\n"),
-            std::string::npos);
+  // REPRO runs from any directory: the program as PATH or an absolute path finds it, the file absolute.
+  const std::string absolute_out = std::filesystem::absolute("out.moefuzz").lexically_normal().string();
+  EXPECT_NE(text.find("# REPRO: " + repro_program() + " replay " + absolute_out +
+                      " --kernel mutant/z1-rsf-twice\n"),
+            std::string::npos)
+      << text;
   EXPECT_EQ(parse_recipe(text, "<test>"), s.shrunk);
 }
 

@@ -1,0 +1,77 @@
+// `moefuzz check --shapes S` for every shape class with default settings: small, medium, large, and
+// model:NAME for every model the CLI knows (the list is read from the CLI's own error message, so a
+// new model is covered without editing this test). One case each, ORACLE only, to stay short. A
+// model whose case does not fit this machine's default --max-case-bytes (a quarter of the available
+// memory) must be refused with exit 2 and the sizes, never crash or run out of memory; the cap given
+// on the command line reaches the campaign.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cli/run_moefuzz.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The real DeepSeek-V3 layer takes ~15 s of CPU for one ORACLE case here; 300 s is a loaded-machine margin.
+constexpr rlim_t kChildCpuSeconds = 300;
+
+// "unknown model 'x' (known: a, b, c)" -> {a, b, c}
+std::vector<std::string> known_models() {
+  const RunResult r = run_moefuzz({"check", "--shapes", "model:no-such-model", "--cases", "1"});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  std::vector<std::string> out;
+  const size_t start = r.output.find("(known: ");
+  if (start == std::string::npos) return out;
+  const std::string list = r.output.substr(start + 8, r.output.find(')', start) - start - 8);
+  for (size_t a = 0, b; a < list.size(); a = b + 2) {
+    b = list.find(", ", a);
+    if (b == std::string::npos) b = list.size();
+    out.push_back(list.substr(a, b - a));
+  }
+  return out;
+}
+
+class ShapesCli : public ::testing::Test {
+ protected:
+  fs::path dir_ = fs::path(::testing::TempDir()) / ("shapes_cli_test_" + std::to_string(::getpid()));
+  void SetUp() override { ASSERT_TRUE(fs::exists(MOEFUZZ_BINARY_DIR "/bin/moefuzz")); }
+  void TearDown() override { fs::remove_all(dir_); }
+};
+
+TEST_F(ShapesCli, EveryShapeClassChecksWithDefaultSettings) {
+  const std::vector<std::string> models = known_models();
+  ASSERT_GE(models.size(), 4u) << "deepseek-v3, qwen3-moe, mixtral, deepseek-v4-hash at least";
+  std::vector<std::string> shapes = {"small", "medium", "large"};
+  for (const auto& m : models) shapes.push_back("model:" + m);
+  int checked = 0;
+  for (const auto& s : shapes) {
+    SCOPED_TRACE(s);
+    const RunResult r = ::run_moefuzz({"check", "--kernel", "cpu", "--shapes", s, "--cases", "1", "--seed",
+                                       "1", "--invariants", "ORACLE", "--out", (dir_ / "out").string()},
+                                      kChildCpuSeconds);
+    if (r.exit_code == 2 && r.output.find("above --max-case-bytes") != std::string::npos) {
+      std::cout << "[ info ] " << s << " does not fit this machine's memory budget: " << r.output;
+      continue;
+    }
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("no findings"), std::string::npos) << r.output;
+    ++checked;
+  }
+  // Everything but the two DeepSeek layers (3.6 and 6.4 GB) is below 1 GB: they must run anywhere.
+  EXPECT_GE(checked, static_cast<int>(shapes.size()) - 2);
+}
+
+TEST_F(ShapesCli, TheCapReachesTheCampaign) {
+  const RunResult r =
+      ::run_moefuzz({"--max-case-bytes", "100000", "check", "--kernel", "cpu", "--shapes", "model:mixtral",
+                     "--cases", "1", "--seed", "1", "--out", (dir_ / "out").string()});
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("above --max-case-bytes 100000 bytes"), std::string::npos) << r.output;
+}
+
+}  // namespace
