@@ -18,6 +18,13 @@ namespace moefuzz {
 
 bool device_plugins_built() { return false; }
 
+void require_usable_device(const LoadedPlugin& plugin, std::chrono::milliseconds) {
+  throw InputError("plugin '" + plugin.path +
+                   "' asks for device buffers (wants_device = 1): not supported in this build (moefuzz was "
+                   "built without the CUDA runtime); rebuild moefuzz with CUDA or implement the host path "
+                   "(wants_device = 0)");
+}
+
 std::string run_device_plugin(const LoadedPlugin& plugin, const Profile*, const Case&, const RunOptions&,
                               LayerResult&, std::span<float>, int64_t, const std::string&) {
   throw InputError(
@@ -132,6 +139,7 @@ class DeviceStages : public ExternalStages {
     DeviceOutput ids(s_, "route topk_ids", n * 4, kIdsFill), w(s_, "route topk_weights", n * 4, poison_);
     moefuzz_tensor ti = make_tensor(ids.data(), MOEFUZZ_DTYPE_I32, {r.tokens, r.slots});
     moefuzz_tensor tw = make_tensor(w.data(), MOEFUZZ_DTYPE_F32, {r.tokens, r.slots});
+    s_.ready();
     const std::string msg = stage_message("route", p_.api->route(&dc_.desc, &ti, &tw));
     if (std::string e = finish_call(s_, what_, msg, {&ids, &w}, dc_.inputs, nullptr); !e.empty()) return e;
     download_into(ids, r.ids);
@@ -151,6 +159,7 @@ class DeviceStages : public ExternalStages {
     scales.upload_body(q.scales.data());
     moefuzz_tensor tc = make_tensor(codes.data(), MOEFUZZ_DTYPE_FP4X2, {R, K / 2});
     moefuzz_tensor ts = make_tensor(scales.data(), MOEFUZZ_DTYPE_E4M3, {R, K / kNvfp4BlockSize});
+    s_.ready();
     const std::string msg = stage_message("quantize", p_.api->quantize(&dc_.desc, &x, &gs, &tc, &ts));
     if (std::string e = finish_call(s_, what_, msg, {&codes, &scales}, dc_.inputs, &in); !e.empty()) return e;
     download_into(codes, q.packed);
@@ -167,6 +176,7 @@ class DeviceStages : public ExternalStages {
         in.add(make_tensor(g1.data(), MOEFUZZ_DTYPE_F32, {rows, 2 * I}), "activation gemm1_out");
     DeviceOutput o(s_, "activation out", out.size_bytes(), poison_);
     moefuzz_tensor to = make_tensor(o.data(), MOEFUZZ_DTYPE_F32, {rows, I});
+    s_.ready();
     const std::string msg = stage_message("activation", p_.api->activation(&dc_.desc, &x, &to));
     if (std::string e = finish_call(s_, what_, msg, {&o}, dc_.inputs, &in); !e.empty()) return e;
     o.download(out.data(), out.size_bytes());
@@ -186,6 +196,7 @@ class DeviceStages : public ExternalStages {
         in.add(make_tensor(r.weights.data(), MOEFUZZ_DTYPE_F32, {T, r.slots}), "combine topk_weights");
     DeviceOutput o(s_, "combine output", output.size_bytes(), poison_);
     moefuzz_tensor to = make_tensor(o.data(), MOEFUZZ_DTYPE_F32, {T, H});
+    s_.ready();
     const std::string msg = stage_message("combine", p_.api->combine(&dc_.desc, &x, &ids, &w, &to));
     if (std::string e = finish_call(s_, what_, msg, {&o}, dc_.inputs, &in); !e.empty()) return e;
     o.download(output.data(), output.size_bytes());
@@ -204,6 +215,7 @@ class DeviceStages : public ExternalStages {
     DeviceOutput o(s_, std::string(stage) + " out", out.size_bytes(), poison_);
     const int64_t N = static_cast<int64_t>(out.size()) / a.rows;
     moefuzz_tensor to = make_tensor(o.data(), MOEFUZZ_DTYPE_F32, {a.rows, N});
+    s_.ready();
     const char* m = which == MOEFUZZ_STAGE_GEMM1 ? p_.api->gemm1(&dc_.desc, &ids, &codes, &scales, &to)
                                                  : p_.api->gemm2(&dc_.desc, &ids, &codes, &scales, &to);
     if (std::string e = finish_call(s_, what_, stage_message(stage, m), {&o}, dc_.inputs, &in); !e.empty())
@@ -221,6 +233,14 @@ class DeviceStages : public ExternalStages {
 }  // namespace
 
 bool device_plugins_built() { return true; }
+
+void require_usable_device(const LoadedPlugin& plugin, std::chrono::milliseconds timeout) {
+  run_isolated("plugin '" + plugin.name + "' (" + plugin.path + "): device probe", 1, {timeout},
+               [](ResultWriter&) {
+                 DeviceSession probe;  // InputError when no device is usable
+                 return std::string();
+               });
+}
 
 std::string run_device_plugin(const LoadedPlugin& plugin, const Profile* profile, const Case& c,
                               const RunOptions& opts, LayerResult& res, std::span<float> y, int64_t y_slack,
@@ -243,6 +263,7 @@ std::string run_device_plugin(const LoadedPlugin& plugin, const Profile* profile
   o.output = make_tensor(out.data(), MOEFUZZ_DTYPE_F32, {T, H});
   o.topk_ids = make_tensor(ids.data(), MOEFUZZ_DTYPE_I32, {T, slots});
   o.topk_weights = make_tensor(w.data(), MOEFUZZ_DTYPE_F32, {T, slots});
+  session.ready();
   const std::string msg = stage_message("layer", plugin.api->layer(&dc.desc, &o));
   // The output's guarded trailing floats go back to the framework's CANARY check; the rest of the
   // bands is checked here.

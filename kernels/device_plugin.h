@@ -17,6 +17,7 @@
 //
 // Example (the isolated body of PluginKernel::run_layer):
 //   std::string err = moefuzz::run_device_plugin(plugin, profile, c, opts, res, y, slack, what);
+#include <chrono>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -31,6 +32,11 @@ namespace moefuzz {
 
 // True when this build has the CUDA runtime (device-memory plugins can run where a GPU exists).
 bool device_plugins_built();
+
+// Throws InputError unless a CUDA device is usable: asked in a forked child (this process never
+// initializes CUDA), once when the plugin is loaded, so a machine without a GPU is bad input (exit 2)
+// before any case runs, never a finding. Without CUDA in the build: the build's refusal.
+void require_usable_device(const LoadedPlugin& plugin, std::chrono::milliseconds timeout);
 
 // Runs `plugin` on case `c` with device buffers: the whole layer when `profile` is null, else the
 // plugin's stages composed with the CPU pipeline under `profile`. Fills `res` and the output `y`

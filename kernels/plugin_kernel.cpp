@@ -248,12 +248,7 @@ class PluginStages : public ExternalStages {
 
 PluginKernel::PluginKernel(std::shared_ptr<const LoadedPlugin> plugin, PluginKernelOptions options)
     : plugin_(std::move(plugin)), options_(options) {
-  if (plugin_->wants_device && !device_plugins_built()) {
-    throw InputError("plugin '" + plugin_->path +
-                     "' asks for device buffers (wants_device = 1): not supported in this build (moefuzz was "
-                     "built without the CUDA runtime); rebuild moefuzz with CUDA or implement the host path "
-                     "(wants_device = 0)");
-  }
+  if (plugin_->wants_device) require_usable_device(*plugin_, options_.timeout);  // InputError
 }
 
 std::string PluginKernel::description() const {

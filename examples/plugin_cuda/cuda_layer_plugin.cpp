@@ -51,6 +51,16 @@ moefuzz::CaseRecipe recipe_of(const moefuzz_case_desc* c) {
   return r;
 }
 
+// A copy on the plugin's stream. This library carries its own static CUDA runtime; should that runtime
+// not accept moefuzz's stream handle, it falls back to a synchronous copy (moefuzz's uploads are
+// complete before the call, and it synchronizes after).
+bool copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t s) {
+  if (bytes == 0) return true;
+  if (cudaMemcpyAsync(dst, src, bytes, kind, s) == cudaSuccess) return true;
+  (void)cudaGetLastError();
+  return cudaMemcpy(dst, src, bytes, kind) == cudaSuccess;
+}
+
 template <class T>
 bool to_host(const moefuzz_tensor& t, std::vector<T>& out, cudaStream_t s) {
   if (t.data == nullptr || t.ndim == 0) return out.clear(), true;
@@ -99,7 +109,8 @@ const char* cuda_layer(const moefuzz_case_desc* c, moefuzz_layer_out* out) {
            nvfp4_to_host(w.up, c->inter, c->hidden, h.up, s) &&
            nvfp4_to_host(w.down, c->hidden, c->inter, h.down, s);
     }
-    if (!ok || cudaStreamSynchronize(s) != cudaSuccess) return "reading the device inputs failed";
+    if (!ok || (cudaStreamSynchronize(s) != cudaSuccess && cudaDeviceSynchronize() != cudaSuccess))
+      return "reading the device inputs failed";
 
     moefuzz::cuda::MoePipeline p(moefuzz::cuda::config_for(r, moefuzz::profile_by_name(kProfile), c->tactic));
     p.upload_case(hc);
@@ -118,13 +129,11 @@ const char* cuda_layer(const moefuzz_case_desc* c, moefuzz_layer_out* out) {
         out_ids[t * slots + k] = ids[t * all + k];
         out_w[t * slots + k] = w[t * all + k];
       }
-    if (cudaMemcpyAsync(out->output.data, yf.data(), yf.size() * 4, cudaMemcpyHostToDevice, s) !=
-            cudaSuccess ||
-        cudaMemcpyAsync(out->topk_ids.data, out_ids.data(), out_ids.size() * 4, cudaMemcpyHostToDevice, s) !=
-            cudaSuccess ||
-        cudaMemcpyAsync(out->topk_weights.data, out_w.data(), out_w.size() * 4, cudaMemcpyHostToDevice, s) !=
-            cudaSuccess ||
-        cudaStreamSynchronize(s) != cudaSuccess)  // the host vectors die with this frame
+    if (!copy(out->output.data, yf.data(), yf.size() * 4, cudaMemcpyHostToDevice, s) ||
+        !copy(out->topk_ids.data, out_ids.data(), out_ids.size() * 4, cudaMemcpyHostToDevice, s) ||
+        !copy(out->topk_weights.data, out_w.data(), out_w.size() * 4, cudaMemcpyHostToDevice, s) ||
+        (cudaStreamSynchronize(s) != cudaSuccess &&
+         cudaDeviceSynchronize() != cudaSuccess))  // host vectors die here
       return "writing the device outputs failed";
     return nullptr;
   } catch (const std::exception& e) {

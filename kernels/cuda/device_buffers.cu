@@ -72,6 +72,8 @@ void DeviceSession::synchronize(const std::string& what) const {
       kind, what + ": " + name + ": CUDA error " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
 }
 
+void DeviceSession::ready() const { MOEFUZZ_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream_))); }
+
 DeviceInput::DeviceInput(const DeviceSession& s, std::string name, const void* host, size_t bytes)
     : s_(s), name_(std::move(name)), host_(host), bytes_(bytes) {
   ptr_ = device_malloc(bytes_, name_);

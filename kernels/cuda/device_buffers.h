@@ -41,6 +41,9 @@ class DeviceSession {
   // Waits for the stream; a CUDA error raised by the code under test throws KernelFault
   // (kDeviceError, or kOutOfMemory for cudaErrorMemoryAllocation) naming `what`.
   void synchronize(const std::string& what) const;
+  // Waits for moefuzz's own uploads and fills before a plugin call, so a plugin that works on another
+  // stream (its own, the legacy default) still sees them; a CUDA error here is moefuzz's (runtime_error).
+  void ready() const;
 
  private:
   void* stream_ = nullptr;

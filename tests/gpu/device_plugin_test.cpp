@@ -34,13 +34,13 @@ bool skip_without_gpu() {
 
 TEST(DevicePlugin, CudaPipelineAsWholeLayerPluginPasses) {
   if (skip_without_gpu()) GTEST_SKIP() << "no CUDA GPU present";
-  const RunResult r = check("libmoefuzz_cuda_layer.so", "40");
+  const RunResult r = check("libmoefuzz_cuda_layer.so", "8");
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
 TEST(DevicePlugin, DeviceCombineStageComposedWithCpuPipelinePasses) {
   if (skip_without_gpu()) GTEST_SKIP() << "no CUDA GPU present";
-  const RunResult r = check("libmoefuzz_device_combine.so", "40");
+  const RunResult r = check("libmoefuzz_device_combine.so", "8");
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
@@ -53,7 +53,7 @@ class FaultyDevicePlugin : public ::testing::TestWithParam<Fault> {};
 
 TEST_P(FaultyDevicePlugin, IsReportedAsAFinding) {
   if (skip_without_gpu()) GTEST_SKIP() << "no CUDA GPU present";
-  const RunResult r = check(GetParam().lib, "5");
+  const RunResult r = check(GetParam().lib, "3");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find(GetParam().expected), std::string::npos) << r.output;
 }
