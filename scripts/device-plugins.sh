@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Device-memory plugins on the lent GPU (docs/gpu.md, "Device-memory plugins"): the GPU test, then
+# `moefuzz check` on the two example device plugins and, for the cost per case, the built-in `cuda`.
+# Usage (on the device, from the repository root): scripts/device-plugins.sh CARRY_DIR BUILD_DIR
+#   CARRY_DIR: what scripts/device-plugins-pack.sh made (bin/, lib/, gpu_device_plugin_test);
+#   BUILD_DIR: the build directory the test was compiled in (its MOEFUZZ_BINARY_DIR), linked to CARRY_DIR.
+set -uo pipefail
+C=$(cd "${1:?carry dir}" && pwd); B=${2:?build dir}
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT" "$B"
+ln -sfn "$C/bin" "$B/bin"; ln -sfn "$C/lib" "$B/lib"
+export LD_LIBRARY_PATH=$C/lib:${LD_LIBRARY_PATH:-}
+S=$OUT/summary.txt
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$S"
+start=$(date +%s)
+timeout 150 "$C/gpu_device_plugin_test" >"$OUT/gtest.log" 2>&1; echo "gtest rc=$? $(( $(date +%s) - start )) s" >>"$S"
+grep -E '^\[ *(OK|FAILED|SKIPPED|PASSED) *\]' "$OUT/gtest.log" >>"$S"
+for k in lib/libmoefuzz_cuda_layer.so lib/libmoefuzz_device_combine.so cuda; do
+  kk=$k; [ "$k" = cuda ] || kk=$C/$k
+  n=$(basename "$k" .so)
+  start=$(date +%s)
+  timeout 50 "$C/bin/moefuzz" check --kernel "$kk" --time 25 --seed 21 --json "$OUT/check_$n.json" >"$OUT/check_$n.log" 2>&1
+  echo "== check $n rc=$? $(( $(date +%s) - start )) s" >>"$S"; tail -n 25 "$OUT/check_$n.log" >>"$S"
+done
+for f in unwritten overhang input illegal; do
+  timeout 30 "$C/bin/moefuzz" check --kernel "$C/lib/libmoefuzz_faulty_device_$f.so" --cases 1 --seed 5 $([ $f = unwritten ] && echo --invariants CANARY) >"$OUT/faulty_$f.log" 2>&1
+  echo "== faulty $f rc=$?" >>"$S"; grep -m3 -iE 'CANARY|bad-result|device-error|FAIL' "$OUT/faulty_$f.log" >>"$S"
+done
+echo "done $(date -u +%FT%TZ)" >>"$S"
