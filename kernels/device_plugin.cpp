@@ -235,11 +235,15 @@ class DeviceStages : public ExternalStages {
 bool device_plugins_built() { return true; }
 
 void require_usable_device(const LoadedPlugin& plugin, std::chrono::milliseconds timeout) {
-  run_isolated("plugin '" + plugin.name + "' (" + plugin.path + "): device probe", 1, {timeout},
-               [](ResultWriter&) {
-                 DeviceSession probe;  // InputError when no device is usable
-                 return std::string();
-               });
+  try {
+    run_isolated("plugin '" + plugin.name + "' (" + plugin.path + "): device probe", 1, {timeout},
+                 [](ResultWriter&) {
+                   DeviceSession probe;  // InputError when no device is usable
+                   return std::string();
+                 });
+  } catch (const InputError& e) {
+    throw InputError("plugin '" + plugin.path + "': " + e.what());
+  }
 }
 
 std::string run_device_plugin(const LoadedPlugin& plugin, const Profile* profile, const Case& c,
