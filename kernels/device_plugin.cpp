@@ -26,7 +26,7 @@ void require_usable_device(const LoadedPlugin& plugin, std::chrono::milliseconds
 }
 
 std::string run_device_plugin(const LoadedPlugin& plugin, const Profile*, const Case&, const RunOptions&,
-                              LayerResult&, std::span<float>, int64_t, const std::string&) {
+                              LayerResult&, std::span<float>, int64_t) {
   throw InputError(
       "plugin '" + plugin.path +
       "' asks for device buffers (wants_device = 1): moefuzz was built without the CUDA runtime");
@@ -53,11 +53,11 @@ class DeviceInputs {
     d.data = inputs_.back()->data();
     return d;
   }
-  void verify(const std::string& what) const {
+  void verify() const {
     for (const auto& in : inputs_)
       if (!in->unchanged())
-        throw KernelFault(FaultKind::kBadResult, what + ": bad-result: modified its input tensor '" +
-                                                     in->name() + "' on the device (inputs are read-only)");
+        throw KernelFault(FaultKind::kBadResult, "bad-result: modified its input tensor '" + in->name() +
+                                                     "' on the device (inputs are read-only)");
   }
 
  private:
@@ -99,20 +99,19 @@ class DeviceCase {
 };
 
 // After a plugin call: CUDA errors, then the plugin's message, then bands and inputs.
-std::string finish_call(const DeviceSession& s, const std::string& what, const std::string& msg,
+std::string finish_call(const DeviceSession& s, const char* stage, const std::string& msg,
                         std::initializer_list<const DeviceOutput*> outputs, const DeviceInputs& case_inputs,
                         const DeviceInputs* stage_inputs, size_t skip_trailing_of_first = 0) {
-  s.synchronize(what);
+  s.synchronize(stage);
   if (!msg.empty()) return msg;
   bool first = true;
   for (const DeviceOutput* o : outputs) {
     const std::string bad = o->band_violation(first ? skip_trailing_of_first : 0);
     first = false;
-    if (!bad.empty())
-      throw KernelFault(FaultKind::kBadResult, what + ": bad-result: out-of-bounds store: " + bad);
+    if (!bad.empty()) throw KernelFault(FaultKind::kBadResult, "bad-result: out-of-bounds store: " + bad);
   }
-  case_inputs.verify(what);
-  if (stage_inputs != nullptr) stage_inputs->verify(what);
+  case_inputs.verify();
+  if (stage_inputs != nullptr) stage_inputs->verify();
   return "";
 }
 
@@ -125,9 +124,8 @@ void download_into(const DeviceOutput& o, std::vector<T>& host) {
 // poisons its outputs on the device, calls, checks, and downloads the results.
 class DeviceStages : public ExternalStages {
  public:
-  DeviceStages(const LoadedPlugin& p, const DeviceSession& s, DeviceCase& dc, const RunOptions& opts,
-               std::string what)
-      : p_(p), s_(s), dc_(dc), poison_(opts.poison_bits), what_(std::move(what)) {}
+  DeviceStages(const LoadedPlugin& p, const DeviceSession& s, DeviceCase& dc, const RunOptions& opts)
+      : p_(p), s_(s), dc_(dc), poison_(opts.poison_bits) {}
   bool implements(Stage st) const override {
     static constexpr uint32_t kBits[] = {MOEFUZZ_STAGE_ROUTE, MOEFUZZ_STAGE_QUANTIZE,
                                          MOEFUZZ_STAGE_GEMM1, MOEFUZZ_STAGE_ACTIVATION,
@@ -141,7 +139,7 @@ class DeviceStages : public ExternalStages {
     moefuzz_tensor tw = make_tensor(w.data(), MOEFUZZ_DTYPE_F32, {r.tokens, r.slots});
     s_.ready();
     const std::string msg = stage_message("route", p_.api->route(&dc_.desc, &ti, &tw));
-    if (std::string e = finish_call(s_, what_, msg, {&ids, &w}, dc_.inputs, nullptr); !e.empty()) return e;
+    if (std::string e = finish_call(s_, "route", msg, {&ids, &w}, dc_.inputs, nullptr); !e.empty()) return e;
     download_into(ids, r.ids);
     download_into(w, r.weights);
     return "";
@@ -161,7 +159,8 @@ class DeviceStages : public ExternalStages {
     moefuzz_tensor ts = make_tensor(scales.data(), MOEFUZZ_DTYPE_E4M3, {R, K / kNvfp4BlockSize});
     s_.ready();
     const std::string msg = stage_message("quantize", p_.api->quantize(&dc_.desc, &x, &gs, &tc, &ts));
-    if (std::string e = finish_call(s_, what_, msg, {&codes, &scales}, dc_.inputs, &in); !e.empty()) return e;
+    if (std::string e = finish_call(s_, "quantize", msg, {&codes, &scales}, dc_.inputs, &in); !e.empty())
+      return e;
     download_into(codes, q.packed);
     download_into(scales, q.scales);
     return "";
@@ -178,7 +177,7 @@ class DeviceStages : public ExternalStages {
     moefuzz_tensor to = make_tensor(o.data(), MOEFUZZ_DTYPE_F32, {rows, I});
     s_.ready();
     const std::string msg = stage_message("activation", p_.api->activation(&dc_.desc, &x, &to));
-    if (std::string e = finish_call(s_, what_, msg, {&o}, dc_.inputs, &in); !e.empty()) return e;
+    if (std::string e = finish_call(s_, "activation", msg, {&o}, dc_.inputs, &in); !e.empty()) return e;
     o.download(out.data(), out.size_bytes());
     return "";
   }
@@ -198,7 +197,7 @@ class DeviceStages : public ExternalStages {
     moefuzz_tensor to = make_tensor(o.data(), MOEFUZZ_DTYPE_F32, {T, H});
     s_.ready();
     const std::string msg = stage_message("combine", p_.api->combine(&dc_.desc, &x, &ids, &w, &to));
-    if (std::string e = finish_call(s_, what_, msg, {&o}, dc_.inputs, &in); !e.empty()) return e;
+    if (std::string e = finish_call(s_, "combine", msg, {&o}, dc_.inputs, &in); !e.empty()) return e;
     o.download(output.data(), output.size_bytes());
     return "";
   }
@@ -218,7 +217,7 @@ class DeviceStages : public ExternalStages {
     s_.ready();
     const char* m = which == MOEFUZZ_STAGE_GEMM1 ? p_.api->gemm1(&dc_.desc, &ids, &codes, &scales, &to)
                                                  : p_.api->gemm2(&dc_.desc, &ids, &codes, &scales, &to);
-    if (std::string e = finish_call(s_, what_, stage_message(stage, m), {&o}, dc_.inputs, &in); !e.empty())
+    if (std::string e = finish_call(s_, stage, stage_message(stage, m), {&o}, dc_.inputs, &in); !e.empty())
       return e;
     o.download(out.data(), out.size_bytes());
     return "";
@@ -227,7 +226,6 @@ class DeviceStages : public ExternalStages {
   const DeviceSession& s_;
   DeviceCase& dc_;
   uint32_t poison_;
-  std::string what_;
 };
 
 }  // namespace
@@ -247,8 +245,7 @@ void require_usable_device(const LoadedPlugin& plugin, std::chrono::milliseconds
 }
 
 std::string run_device_plugin(const LoadedPlugin& plugin, const Profile* profile, const Case& c,
-                              const RunOptions& opts, LayerResult& res, std::span<float> y, int64_t y_slack,
-                              const std::string& what) {
+                              const RunOptions& opts, LayerResult& res, std::span<float> y, int64_t y_slack) {
   if (y_slack < 0 || static_cast<size_t>(y_slack) * 4 > cuda::kDeviceBandBytes)
     throw std::logic_error("run_device_plugin: the guarded band is wider than the device band");
   CaseView view(c.recipe, plugin.profile);
@@ -256,7 +253,7 @@ std::string run_device_plugin(const LoadedPlugin& plugin, const Profile* profile
   DeviceSession session;  // InputError without a usable GPU
   DeviceCase dc(session, view);
   if (profile != nullptr) {
-    DeviceStages stages(plugin, session, dc, opts, what);
+    DeviceStages stages(plugin, session, dc, opts);
     return run_composed(*profile, c, opts, stages, res, y);
   }
   const int64_t T = dc.desc.tokens, H = dc.desc.hidden, slots = dc.desc.slots;
@@ -271,7 +268,7 @@ std::string run_device_plugin(const LoadedPlugin& plugin, const Profile* profile
   const std::string msg = stage_message("layer", plugin.api->layer(&dc.desc, &o));
   // The output's guarded trailing floats go back to the framework's CANARY check; the rest of the
   // bands is checked here.
-  if (std::string e = finish_call(session, what, msg, {&out, &ids, &w}, dc.inputs, nullptr,
+  if (std::string e = finish_call(session, "layer", msg, {&out, &ids, &w}, dc.inputs, nullptr,
                                   static_cast<size_t>(y_slack) * 4);
       !e.empty())
     return e;

@@ -16,7 +16,7 @@
 // device_plugins_built() is false and PluginKernel refuses such plugins at load (InputError).
 //
 // Example (the isolated body of PluginKernel::run_layer):
-//   std::string err = moefuzz::run_device_plugin(plugin, profile, c, opts, res, y, slack, what);
+//   std::string err = moefuzz::run_device_plugin(plugin, profile, c, opts, res, y, slack);
 #include <chrono>
 #include <cstdint>
 #include <span>
@@ -41,10 +41,10 @@ void require_usable_device(const LoadedPlugin& plugin, std::chrono::milliseconds
 // Runs `plugin` on case `c` with device buffers: the whole layer when `profile` is null, else the
 // plugin's stages composed with the CPU pipeline under `profile`. Fills `res` and the output `y`
 // [T, H]; `y_slack` floats after y (the guarded trailing band, 0 when unguarded) receive the device
-// band's first floats. Returns "" or the plugin's own error message; throws KernelFault as above and
-// InputError when no CUDA device is usable. `what` names the plugin in messages.
+// band's first floats. Returns "" or the plugin's own error message; throws KernelFault as above (its
+// message "bad-result: ..." / "device-error: ...": run_isolated prefixes the plugin's name) and
+// InputError when no CUDA device is usable.
 std::string run_device_plugin(const LoadedPlugin& plugin, const Profile* profile, const Case& c,
-                              const RunOptions& opts, LayerResult& res, std::span<float> y, int64_t y_slack,
-                              const std::string& what);
+                              const RunOptions& opts, LayerResult& res, std::span<float> y, int64_t y_slack);
 
 }  // namespace moefuzz

@@ -312,7 +312,7 @@ void PluginKernel::run_layer(const Case& c, const RunOptions& opts, LayerResult&
         if (plugin_->wants_device) {
           // CUDA is initialized here, in the child, never in the moefuzz process (kernels/device_plugin.h).
           err = run_device_plugin(*plugin_, profile, c, opts, res, y,
-                                  static_cast<int64_t>(y_with_band.size() - y.size()), what);
+                                  static_cast<int64_t>(y_with_band.size() - y.size()));
         } else if (profile != nullptr) {
           PluginStages stages(*plugin_, view);
           err = run_composed(*profile, c, opts, stages, res, y);

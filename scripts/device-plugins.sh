@@ -2,6 +2,7 @@
 # Device-memory plugins on the lent GPU (docs/gpu.md, "Device-memory plugins"): the GPU test, then
 # `moefuzz check` on the two example device plugins and, for the cost per case, the built-in `cuda`.
 # Usage (on the device, from the repository root): scripts/device-plugins.sh CARRY_DIR BUILD_DIR
+#   env DP_KERNELS (default: the two plugins and cuda), DP_SECONDS (per check, default 25)
 #   CARRY_DIR: what scripts/device-plugins-pack.sh made (bin/, lib/, gpu_device_plugin_test);
 #   BUILD_DIR: the build directory the test was compiled in (its MOEFUZZ_BINARY_DIR), linked to CARRY_DIR.
 set -uo pipefail
@@ -14,11 +15,12 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$S" 2>&1
 start=$(date +%s)
 timeout 150 "$C/gpu_device_plugin_test" >"$L/gtest.log" 2>&1; echo "gtest rc=$? $(( $(date +%s) - start )) s" >>"$S"
 grep -E '^\[ *(OK|FAILED|SKIPPED|PASSED) *\]' "$L/gtest.log" >>"$S"
-for k in lib/libmoefuzz_cuda_layer.so lib/libmoefuzz_device_combine.so cuda; do
+for k in ${DP_KERNELS:-lib/libmoefuzz_cuda_layer.so lib/libmoefuzz_device_combine.so cuda}; do
   kk=$k; [ "$k" = cuda ] || kk=$C/$k
   n=$(basename "$k" .so)
   start=$(date +%s)
-  timeout 50 "$C/bin/moefuzz" check --kernel "$kk" --time 25 --seed 21 --json "$L/check_$n.json" >"$L/check_$n.log" 2>&1
+  secs=${DP_SECONDS:-25}
+  timeout $((secs + 25)) "$C/bin/moefuzz" check --kernel "$kk" --time "$secs" --seed 21 --json "$L/check_$n.json" >"$L/check_$n.log" 2>&1
   echo "== check $n rc=$? $(( $(date +%s) - start )) s" >>"$S"; tail -n 25 "$L/check_$n.log" >>"$S"
 done
 for f in unwritten overhang input illegal; do

@@ -61,15 +61,15 @@ DeviceSession::~DeviceSession() {
   if (stream_ != nullptr) (void)cudaStreamDestroy(as_stream(stream_));
 }
 
-void DeviceSession::synchronize(const std::string& what) const {
+void DeviceSession::synchronize(const std::string& stage) const {
   cudaError_t e = cudaStreamSynchronize(as_stream(stream_));
   if (e == cudaSuccess) e = cudaGetLastError();  // a failed launch the plugin did not check
   if (e == cudaSuccess) return;
   const FaultKind kind = e == cudaErrorMemoryAllocation ? FaultKind::kOutOfMemory : FaultKind::kDeviceError;
   // The names fault_kind_name() gives (isolated_run.cpp is not part of this library).
   const char* name = kind == FaultKind::kOutOfMemory ? "oom" : "device-error";
-  throw KernelFault(
-      kind, what + ": " + name + ": CUDA error " + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+  throw KernelFault(kind, std::string(name) + ": CUDA error " + cudaGetErrorName(e) + " (" +
+                              cudaGetErrorString(e) + ") after the " + stage + " call");
 }
 
 void DeviceSession::ready() const { MOEFUZZ_CUDA_CHECK(cudaStreamSynchronize(as_stream(stream_))); }

@@ -13,7 +13,7 @@
 //   moefuzz::cuda::DeviceInput x(s, "logits", host.data(), host.size() * 4);
 //   moefuzz::cuda::DeviceOutput y(s, "output", n * 4, poison_bits);   // poisoned, banded
 //   plugin_call(x.data(), y.data(), s.stream());
-//   s.synchronize("plugin 'p'");                          // KernelFault kDeviceError on a CUDA error
+//   s.synchronize("layer");                               // KernelFault kDeviceError on a CUDA error
 //   std::string bad = y.band_violation();                 // "" when both bands hold the sentinel
 //   y.download(host_out.data(), n * 4);
 //   bool same = x.unchanged();
@@ -38,9 +38,10 @@ class DeviceSession {
   DeviceSession& operator=(const DeviceSession&) = delete;
   void* stream() const { return stream_; }  // a cudaStream_t
   int ordinal() const { return ordinal_; }
-  // Waits for the stream; a CUDA error raised by the code under test throws KernelFault
-  // (kDeviceError, or kOutOfMemory for cudaErrorMemoryAllocation) naming `what`.
-  void synchronize(const std::string& what) const;
+  // Waits for the stream after the plugin's `stage` call; a CUDA error raised by the code under test
+  // throws KernelFault (kDeviceError, or kOutOfMemory for cudaErrorMemoryAllocation), message
+  // "device-error: CUDA error NAME (...) after the <stage> call" (run_isolated prefixes the plugin).
+  void synchronize(const std::string& stage) const;
   // Waits for moefuzz's own uploads and fills before a plugin call, so a plugin that works on another
   // stream (its own, the legacy default) still sees them; a CUDA error here is moefuzz's (runtime_error).
   void ready() const;
