@@ -62,16 +62,21 @@
  *
  * Device-memory plugin (wants_device = 1, moefuzz built with CUDA): every tensor is a device pointer on
  * c->device_ordinal and the work goes on c->stream; moefuzz synchronizes the stream after the call.
- * A CUDA routing stage, the rest composed with moefuzz's CPU pipeline (examples/plugin_device/):
+ * A CUDA combine stage, the rest composed with moefuzz's CPU pipeline (the complete file:
+ * examples/plugin_device/device_combine_plugin.cu):
  *
- *   __global__ void topk(const float* logits, int64_t E, int64_t k, int32_t* ids, float* w) { ... }
+ *   __global__ void combine(const float* y, const float* w, int64_t T, int64_t S, int64_t H, float* out) {
+ *     ...                                          // out[t, h] = sum over s of y[t * S + s, h] * w[t, s]
+ *   }
  *
- *   static const char* my_route(const moefuzz_case_desc* c, moefuzz_tensor* ids, moefuzz_tensor* w) {
- *     topk<<<c->tokens, 32, 0, (cudaStream_t)c->stream>>>((const float*)c->logits.data, c->experts,
- *                                                         c->top_k, (int32_t*)ids->data, (float*)w->data);
+ *   static const char* my_combine(const moefuzz_case_desc* c, const moefuzz_tensor* y,
+ *                                 const moefuzz_tensor* ids, const moefuzz_tensor* w, moefuzz_tensor* out) {
+ *     const int64_t n = c->tokens * c->hidden;
+ *     combine<<<(n + 255) / 256, 256, 0, (cudaStream_t)c->stream>>>((const float*)y->data,
+ *         (const float*)w->data, c->tokens, ids->shape[1], c->hidden, (float*)out->data);
  *     return cudaGetLastError() == cudaSuccess ? NULL : "launch failed";
  *   }
- *   ... MOEFUZZ_STAGE_ROUTE, 1,                         // stages implemented, device buffers: yes
+ *   ... MOEFUZZ_STAGE_COMBINE, 1,                  // stages implemented, device buffers: yes
  *
  * Build:  nvcc -O2 -Xcompiler -fPIC -shared -I<moefuzz>/include mine.cu -o libmine.so
  * Device outputs are pre-filled with the NaN canary between sentinel bands; a store outside an output,

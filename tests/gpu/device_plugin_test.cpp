@@ -5,6 +5,7 @@
 // without a GPU are tested in tests/kernels/device_plugin_refusal_test.cpp.
 #include <gtest/gtest.h>
 
+#include <ostream>
 #include <string>
 
 #include "cli/run_moefuzz.h"
@@ -50,6 +51,8 @@ struct Fault {
   const char* expected;    // a phrase of the finding
   const char* invariants;  // the unwritten element is also non-finite: FINITE (earlier) would report it first
 };
+
+void PrintTo(const Fault& f, std::ostream* os) { *os << f.lib; }  // ctest names, not raw bytes
 
 class FaultyDevicePlugin : public ::testing::TestWithParam<Fault> {};
 
