@@ -60,6 +60,30 @@
  * Build:  gcc -std=c99 -O2 -fPIC -shared -I<moefuzz>/include mine.c -o libmine.so -lm
  * Run:    moefuzz check --kernel ./libmine.so
  *
+ * Device-memory plugin (wants_device = 1, moefuzz built with CUDA): every tensor is a device pointer on
+ * c->device_ordinal and the work goes on c->stream; moefuzz synchronizes the stream after the call.
+ * A CUDA combine stage, the rest composed with moefuzz's CPU pipeline (the complete file:
+ * examples/plugin_device/device_combine_plugin.cu):
+ *
+ *   __global__ void combine(const float* y, const float* w, int64_t T, int64_t S, int64_t H, float* out) {
+ *     ...                                          // out[t, h] = sum over s of y[t * S + s, h] * w[t, s]
+ *   }
+ *
+ *   static const char* my_combine(const moefuzz_case_desc* c, const moefuzz_tensor* y,
+ *                                 const moefuzz_tensor* ids, const moefuzz_tensor* w, moefuzz_tensor* out) {
+ *     const int64_t n = c->tokens * c->hidden;
+ *     combine<<<(n + 255) / 256, 256, 0, (cudaStream_t)c->stream>>>((const float*)y->data,
+ *         (const float*)w->data, c->tokens, ids->shape[1], c->hidden, (float*)out->data);
+ *     return cudaGetLastError() == cudaSuccess ? NULL : "launch failed";
+ *   }
+ *   ... MOEFUZZ_STAGE_COMBINE, 1,                  // stages implemented, device buffers: yes
+ *
+ * Build:  nvcc -O2 -Xcompiler -fPIC -shared -I<moefuzz>/include mine.cu -o libmine.so
+ * Device outputs are pre-filled with the NaN canary between sentinel bands; a store outside an output,
+ * a modified input and a CUDA error are findings. c->expert_weights (the array) is host memory;
+ * its tensors' data are device pointers. A build without CUDA, or a machine without a GPU, refuses
+ * such a plugin with a clear error (exit 2).
+ *
  * Conventions, all stages:
  *  - Tensors are row-major views (moefuzz_tensor); strides count ELEMENTS of the tensor's dtype
  *    (for MOEFUZZ_DTYPE_FP4X2 an element is one byte holding two codes). Inputs are read-only.
@@ -193,8 +217,9 @@ typedef struct moefuzz_case_desc {
   /* Run options. */
   int32_t tactic;  /* 0 .. claims.tactics - 1 */
   int32_t threads; /* threads the plugin may use */
-  int32_t device;  /* 1: tensors are device pointers. Reserved: always 0 in ABI v1 builds, which
-                      refuse plugins with wants_device = 1 at load (docs/plugins.md) */
+  int32_t device;  /* 1: every tensor's data (and each stage's operands and outputs) is a device
+                      pointer on device `device_ordinal`; work goes on `stream` (plugins that asked
+                      with wants_device = 1). 0: host pointers. */
   int32_t reserved0;
   /* Inputs. */
   moefuzz_tensor hidden_states;         /* BF16 [T, H] */
@@ -206,6 +231,13 @@ typedef struct moefuzz_case_desc {
   int64_t num_weight_experts;           /* E + shared_experts */
   moefuzz_tensor a1_scale;              /* F32 [1] or [E + shared]: FC1-input global QUANTIZATION scale S_q */
   moefuzz_tensor a2_scale;              /* F32 [1] or [E + shared]: FC2-input global QUANTIZATION scale S_q */
+  /* Appended for device-memory plugins: read them only when struct_size covers them
+     (struct_size >= offsetof(moefuzz_case_desc, reserved1) + sizeof(int32_t)). */
+  void* stream; /* device == 1: the cudaStream_t to launch on (moefuzz synchronizes it after the
+                   call); NULL for host plugins */
+  int32_t
+      device_ordinal; /* device == 1: the CUDA device the pointers live on (current when called); else -1 */
+  int32_t reserved1;
 } moefuzz_case_desc;
 
 /* Outputs of a whole-layer run, allocated by moefuzz. */
