@@ -5,10 +5,11 @@ namespace moefuzz::mutants {
 
 void add_routing_mutants(std::vector<KernelEntry>& out) {
   // BUGZOO Z3 (SGLang #3705): unselected groups masked with 0, so with negative biased scores an
-  // expert of an unselected group can win.
+  // expert of an unselected group can win. The expert set is well formed (STRUCT holds) but not
+  // admissible: ORACLE, and TACTIC, which admits each tactic's own decisions, catch it.
   out.push_back(mutant_entry("mutant/z3-group-mask-zero",
                              "BUGZOO Z3: unselected expert groups masked with 0 instead of -inf",
-                             {"STRUCT", "ORACLE"}, [](cpu::CpuConfig& c) { c.dev.group_mask_zero = true; }));
+                             {"ORACLE", "TACTIC"}, [](cpu::CpuConfig& c) { c.dev.group_mask_zero = true; }));
   // BUGZOO Z4 (SGLang #35160): renormalize=False returned the raw logits as weights.
   out.push_back(mutant_entry(
       "mutant/z4-raw-logit-weights", "BUGZOO Z4: renormalize=false returns raw logits as weights",
