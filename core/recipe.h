@@ -130,7 +130,8 @@ struct CaseRecipe {
   // Whether the selected weights are divided by their sum: the flag for top-k modes; hash routing
   // always normalizes non-softmax scores (SPEC.md 2.5).
   bool normalizes_weights() const {
-    return routing.mode == RoutingMode::kHash ? routing.hash_score != ScoreFunc::kSoftmax : routing.renormalize;
+    return routing.mode == RoutingMode::kHash ? routing.hash_score != ScoreFunc::kSoftmax
+                                              : routing.renormalize;
   }
   // Slots per token in the kernel's top-k output: k, plus one per fused shared expert.
   int64_t slots() const {

@@ -82,8 +82,8 @@ const char* stage_name(Stage stage) {
   return "?";
 }
 
-std::string run_composed(const Profile& profile, const Case& c, const RunOptions& opts, ExternalStages& stages,
-                         LayerResult& res, std::span<float> output) {
+std::string run_composed(const Profile& profile, const Case& c, const RunOptions& opts,
+                         ExternalStages& stages, LayerResult& res, std::span<float> output) {
   const CaseRecipe& r = c.recipe;
   const int64_t T = r.shape.tokens, H = r.shape.hidden, I = r.shape.inter, slots = r.slots(),
                 rows = T * slots;

@@ -84,8 +84,8 @@ class ExternalStages {
 // rest, under `profile`. Fills res (every intermediate) and `output` [T, H]. Returns "" or the first
 // stage error. Route ids outside [0, E + shared) are a KernelFault (bad-result): the framework's own
 // later stages would index out of bounds with them.
-std::string run_composed(const Profile& profile, const Case& c, const RunOptions& opts, ExternalStages& stages,
-                         LayerResult& res, std::span<float> output);
+std::string run_composed(const Profile& profile, const Case& c, const RunOptions& opts,
+                         ExternalStages& stages, LayerResult& res, std::span<float> output);
 
 // "route", "quantize", ...
 const char* stage_name(Stage stage);

@@ -64,7 +64,8 @@ std::unique_ptr<Kernel> make_plugin_kernel(const std::string& path);
 // The per-call timeout of kernels that run outside this process (plugins, Python kernels):
 // MOEFUZZ_PLUGIN_TIMEOUT_S (seconds in [0.001, 86400]) when set, else `fallback`. Throws InputError
 // when the variable is malformed.
-std::chrono::milliseconds kernel_timeout_from_env(std::chrono::milliseconds fallback = std::chrono::seconds(30));
+std::chrono::milliseconds kernel_timeout_from_env(
+    std::chrono::milliseconds fallback = std::chrono::seconds(30));
 
 // True when the argument has the shape of a plugin path: it contains '/' or ends in ".so".
 // make_kernel checks registry names first (mutants and composition cells contain '/').

@@ -9,6 +9,7 @@
 
 #include "core/errors.h"
 #include "core/profile.h"
+#include "core/profile_json.h"
 #include "core/word_hash.h"
 #include "kernels/composed_pipeline.h"
 #include "kernels/cpu/cpu_stages.h"
@@ -47,70 +48,39 @@ const char* score_name(ScoreFunc f) {
 // JSON has no infinity: +inf (no SwiGLU clamp) travels as null.
 json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
 
-const char* combine_name(CombineAccum c) {
-  switch (c) {
-    case CombineAccum::kFp32SlotOrder:
-      return "fp32_slot_order";
-    case CombineAccum::kBf16Atomics:
-      return "bf16_atomics";
-    case CombineAccum::kBf16Products:
-      return "bf16_products";
-    case CombineAccum::kFp32Unrounded:
-      return "fp32_unrounded";
-    case CombineAccum::kBf16EpilogueProducts:
-      return "bf16_epilogue_products";
-  }
-  return "?";
-}
-
-// The claimed profile's fields (core/profile.h), so a Python reference can follow its contract.
-json contract_of(const Profile& p) {
-  return {{"name", p.name},
-          {"w13_order", p.w13_order == W13Order::kGateUp ? "gate_up" : "up_gate"},
-          {"rsf_in_topk", p.rsf_in_topk},
-          {"routing_weight_dtype", p.routing_weight_dtype == WeightDtype::kFp32 ? "fp32" : "bf16"},
-          {"renorm_epsilon", p.renorm_epsilon},
-          {"tie_rule", p.tie_rule == TieRule::kLowerIndexWins ? "lower_index_wins" : "unspecified"},
-          {"bf16_after_gemm1", p.bf16_after_gemm1},
-          {"bf16_after_activation", p.bf16_after_activation},
-          {"bf16_after_gemm2", p.bf16_after_gemm2},
-          {"bf16_output", p.bf16_output},
-          {"per_expert_act_scales", p.per_expert_act_scales},
-          {"combine", combine_name(p.combine)},
-          {"shared_fused_weight_inv_rsf", p.shared_fused_weight_inv_rsf}};
-}
-
 // The case's configuration as the Python side sees it (python/moefuzz/case.py). rsf_in_topk follows
 // the CLAIMED profile, as for C plugins (include/moefuzz/plugin.h).
 json config_of(const CaseRecipe& r, const Profile* profile, const std::string& claimed, int tactic) {
-  const bool rsf_in_topk = profile != nullptr ? profile->rsf_in_topk : r.routing.scale_placement == ScalePlacement::kTopK;
-  return {{"profile", claimed},
-          {"recipe_profile", r.profile},
-          {"tokens", r.shape.tokens},
-          {"hidden", r.shape.hidden},
-          {"inter", r.shape.inter},
-          {"experts", r.shape.experts},
-          {"top_k", r.shape.top_k},
-          {"n_group", r.shape.n_group},
-          {"topk_group", r.shape.topk_group},
-          {"shared_experts", r.shape.shared_experts},
-          {"slots", r.slots()},
-          {"hash_vocab", r.hash_vocab()},
-          {"routing_mode", routing_mode_name(r.routing.mode)},
-          {"hash_score", score_name(r.routing.hash_score)},
-          {"renormalize", r.normalizes_weights()},
-          {"correction_bias", r.routing.correction_bias},
-          {"routed_scaling_factor", r.routing.routed_scaling_factor},
-          {"routed_scaling_factor_f32", static_cast<double>(static_cast<float>(r.routing.routed_scaling_factor))},
-          {"rsf_in_topk", rsf_in_topk},
-          {"shared_fusion", r.routing.shared_fusion == SharedFusion::kFused ? "fused" : "separate"},
-          {"act_format", r.quant.activations == ActivationFormat::kNvfp4 ? "nvfp4" : "bf16"},
-          {"act_scales", r.quant.act_scales == ActScaleMode::kGlobal ? "global" : "per_expert"},
-          {"swiglu_limit", finite_or_null(r.swiglu.limit)},
-          {"swiglu_alpha", r.swiglu.alpha},
-          {"swiglu_beta", r.swiglu.beta},
-          {"tactic", tactic},
-          {"contract", profile != nullptr ? contract_of(*profile) : json(nullptr)}};
+  const bool rsf_in_topk =
+      profile != nullptr ? profile->rsf_in_topk : r.routing.scale_placement == ScalePlacement::kTopK;
+  return {
+      {"profile", claimed},
+      {"recipe_profile", r.profile},
+      {"tokens", r.shape.tokens},
+      {"hidden", r.shape.hidden},
+      {"inter", r.shape.inter},
+      {"experts", r.shape.experts},
+      {"top_k", r.shape.top_k},
+      {"n_group", r.shape.n_group},
+      {"topk_group", r.shape.topk_group},
+      {"shared_experts", r.shape.shared_experts},
+      {"slots", r.slots()},
+      {"hash_vocab", r.hash_vocab()},
+      {"routing_mode", routing_mode_name(r.routing.mode)},
+      {"hash_score", score_name(r.routing.hash_score)},
+      {"renormalize", r.normalizes_weights()},
+      {"correction_bias", r.routing.correction_bias},
+      {"routed_scaling_factor", r.routing.routed_scaling_factor},
+      {"routed_scaling_factor_f32", static_cast<double>(static_cast<float>(r.routing.routed_scaling_factor))},
+      {"rsf_in_topk", rsf_in_topk},
+      {"shared_fusion", r.routing.shared_fusion == SharedFusion::kFused ? "fused" : "separate"},
+      {"act_format", r.quant.activations == ActivationFormat::kNvfp4 ? "nvfp4" : "bf16"},
+      {"act_scales", r.quant.act_scales == ActScaleMode::kGlobal ? "global" : "per_expert"},
+      {"swiglu_limit", finite_or_null(r.swiglu.limit)},
+      {"swiglu_alpha", r.swiglu.alpha},
+      {"swiglu_beta", r.swiglu.beta},
+      {"tactic", tactic},
+      {"contract", profile != nullptr ? profile_json(*profile) : json(nullptr)}};
 }
 
 std::string hex128(const WordHash& a, const WordHash& b) {
@@ -153,7 +123,8 @@ WorkerMessage inputs_message(const Case& c, const std::string& key) {
   m.header = {{"op", "put"}, {"kind", "inputs"}, {"key", key}};
   m.add_tensor("hidden_states", "bf16", {T, H}, c.hidden);
   m.add_tensor("router_logits", "f32", {T, E}, c.logits);
-  if (!c.bias.empty()) m.add_tensor("e_score_correction_bias", "f32", {static_cast<int64_t>(c.bias.size())}, c.bias);
+  if (!c.bias.empty())
+    m.add_tensor("e_score_correction_bias", "f32", {static_cast<int64_t>(c.bias.size())}, c.bias);
   if (!c.token_ids.empty())
     m.add_tensor("token_ids", "i32", {static_cast<int64_t>(c.token_ids.size())}, c.token_ids);
   if (!c.hash_table.empty()) m.add_tensor("hash_table", "i32", {r.hash_vocab(), r.shape.top_k}, c.hash_table);
@@ -237,11 +208,12 @@ class PythonKernel : public Kernel {
   ~PythonKernel() override {
     const char* env = std::getenv("MOEFUZZ_BRIDGE_STATS");
     if (env != nullptr && std::string(env) == "1")
-      std::fprintf(stderr,
-                   "python bridge %s: %lld requests, %d worker start(s), %.3f s round trips, %.3f s in the kernel, "
-                   "%.3f s bridge\n",
-                   spec_.c_str(), static_cast<long long>(stats_.requests), worker_.starts(), stats_.round_trip_s,
-                   stats_.kernel_s, stats_.round_trip_s - stats_.kernel_s);
+      std::fprintf(
+          stderr,
+          "python bridge %s: %lld requests, %d worker start(s), %.3f s round trips, %.3f s in the kernel, "
+          "%.3f s bridge\n",
+          spec_.c_str(), static_cast<long long>(stats_.requests), worker_.starts(), stats_.round_trip_s,
+          stats_.kernel_s, stats_.round_trip_s - stats_.kernel_s);
   }
   std::string name() const override { return info_.name; }
   std::string profile() const override { return info_.profile; }
@@ -312,12 +284,14 @@ class PythonKernel : public Kernel {
       }
       const std::string kind = reply.header.value("kind", "");
       if (kind != "inputs" && kind != "weights") break;
-      const WorkerMessage put = call(
-          kind == "inputs" ? inputs_message(*case_, inputs_key_) : weights_message(*case_, weights_key_), 1 << 20);
+      const WorkerMessage put =
+          call(kind == "inputs" ? inputs_message(*case_, inputs_key_) : weights_message(*case_, weights_key_),
+               1 << 20);
       if (!put.header.value("ok", false)) raise("receiving the case's " + kind, put.header);
     }
-    throw KernelFault(FaultKind::kBadResult,
-                      "Python kernel '" + spec_ + "': bad-result: the worker kept asking for tensors during " + stage);
+    throw KernelFault(
+        FaultKind::kBadResult,
+        "Python kernel '" + spec_ + "': bad-result: the worker kept asking for tensors during " + stage);
   }
 
   // Copies reply tensor `name` (dtype, exact element count) into `dst`.
@@ -330,9 +304,9 @@ class PythonKernel : public Kernel {
       for (int64_t d : shape) count *= d;
       if (t.dtype != dtype || t.shape != shape || t.bytes != static_cast<size_t>(count) * sizeof(T)) {
         json want = shape, got = t.shape;
-        throw KernelFault(FaultKind::kBadResult, "Python kernel '" + spec_ + "': bad-result: " + stage + " returned " +
-                                                     name + " as " + t.dtype + " " + got.dump() + ", expected " +
-                                                     dtype + " " + want.dump());
+        throw KernelFault(FaultKind::kBadResult, "Python kernel '" + spec_ + "': bad-result: " + stage +
+                                                     " returned " + name + " as " + t.dtype + " " +
+                                                     got.dump() + ", expected " + dtype + " " + want.dump());
       }
       std::memcpy(dst, reply.payload.data() + t.offset, t.bytes);
       return;
@@ -368,13 +342,16 @@ class PythonKernel : public Kernel {
   [[noreturn]] void raise(const std::string& stage, const json& h) const {
     const std::string cls = h.value("class", "error");
     std::string msg = h.value("message", std::string("(no message)"));
-    if (h.contains("traceback") && h["traceback"].is_string()) msg += "\n" + h["traceback"].get<std::string>();
+    if (h.contains("traceback") && h["traceback"].is_string())
+      msg += "\n" + h["traceback"].get<std::string>();
     const std::string what = "Python kernel '" + spec_ + "': ";
     // A CUDA error leaves the context unusable, an OOM may leave it fragmented: start afresh.
     if (cls == "device-error" || cls == "oom") worker_.stop();
     if (cls == "oom") throw KernelFault(FaultKind::kOutOfMemory, what + "oom: " + stage + ": " + msg);
-    if (cls == "device-error") throw KernelFault(FaultKind::kDeviceError, what + "device-error: " + stage + ": " + msg);
-    if (cls == "bad-result") throw KernelFault(FaultKind::kBadResult, what + "bad-result: " + stage + ": " + msg);
+    if (cls == "device-error")
+      throw KernelFault(FaultKind::kDeviceError, what + "device-error: " + stage + ": " + msg);
+    if (cls == "bad-result")
+      throw KernelFault(FaultKind::kBadResult, what + "bad-result: " + stage + ": " + msg);
     if (cls == "usage") throw InputError(what + msg);
     throw KernelFault(FaultKind::kPluginError, what + "plugin-error: " + stage + " raised " + msg);
   }
@@ -412,9 +389,10 @@ class PythonKernel : public Kernel {
       throw InputError("Python kernel '" + spec_ + "': malformed description from the worker: " + e.what());
     }
     if (!info.layer && info.stages.empty())
-      throw InputError("Python kernel '" + spec_ +
-                       "' implements no stage: define layer(case) or one of route, quantize, gemm1, activation, "
-                       "gemm2, combine (docs/python.md)");
+      throw InputError(
+          "Python kernel '" + spec_ +
+          "' implements no stage: define layer(case) or one of route, quantize, gemm1, activation, "
+          "gemm2, combine (docs/python.md)");
     if (info.claims.tactics < 1 || info.claims.tactics > 64)
       throw InputError("Python kernel '" + spec_ + "': tactics = " + std::to_string(info.claims.tactics) +
                        ", expected 1..64");
@@ -439,7 +417,8 @@ class PythonKernel : public Kernel {
     out.routing.weights.resize(static_cast<size_t>(T * slots));
     take(reply, "layer", "topk_ids", "i32", {T, slots}, out.routing.ids.data());
     take(reply, "layer", "topk_weights", "f32", {T, slots}, out.routing.weights.data());
-    out.fc1_input.reset(), out.fc2_input.reset(), out.gemm1.reset(), out.activation.reset(), out.gemm2.reset();
+    out.fc1_input.reset(), out.fc2_input.reset(), out.gemm1.reset(), out.activation.reset(),
+        out.gemm2.reset();
     out.shared_output.clear();
   }
 
@@ -505,18 +484,21 @@ std::string PythonStages::activation(std::span<const float> g1, int64_t rows, st
   const int64_t I = c_.recipe.shape.inter;
   WorkerMessage args;
   args.add_tensor("gemm1_out", "f32", {rows, 2 * I}, g1.data(), g1.size_bytes());
-  const WorkerMessage reply = k_.stage_call("activation", config_, std::move(args), out.size_bytes() + (1 << 20));
+  const WorkerMessage reply =
+      k_.stage_call("activation", config_, std::move(args), out.size_bytes() + (1 << 20));
   k_.take(reply, "activation", "out", "f32", {rows, I}, out.data());
   return "";
 }
 
-std::string PythonStages::combine(std::span<const float> g2, const RoutingDecision& r, std::span<float> output) {
+std::string PythonStages::combine(std::span<const float> g2, const RoutingDecision& r,
+                                  std::span<float> output) {
   const int64_t H = c_.recipe.shape.hidden;
   WorkerMessage args;
   args.add_tensor("gemm2_out", "f32", {r.tokens * r.slots, H}, g2.data(), g2.size_bytes());
   args.add_tensor("topk_ids", "i32", {r.tokens, r.slots}, r.ids);
   args.add_tensor("topk_weights", "f32", {r.tokens, r.slots}, r.weights);
-  const WorkerMessage reply = k_.stage_call("combine", config_, std::move(args), output.size_bytes() + (1 << 20));
+  const WorkerMessage reply =
+      k_.stage_call("combine", config_, std::move(args), output.size_bytes() + (1 << 20));
   k_.take(reply, "combine", "output", "f32", {r.tokens, H}, output.data());
   return "";
 }
@@ -527,7 +509,8 @@ bool is_python_kernel_spec(const std::string& name) { return name.rfind("py:", 0
 
 std::unique_ptr<Kernel> make_python_kernel(const std::string& spec) {
   // py:MODULE:ATTR, MODULE a dotted Python module path, ATTR an attribute path inside it.
-  static const std::regex kSpec(R"(py:([A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_.]*))");
+  static const std::regex kSpec(
+      R"(py:([A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*):([A-Za-z_][A-Za-z0-9_.]*))");
   if (!std::regex_match(spec, kSpec))
     throw InputError("kernel '" + spec +
                      "': expected py:MODULE:ATTR, e.g. py:examples.python.torch_moe:layer (docs/python.md)");

@@ -101,7 +101,8 @@ void WorkerMessage::add_tensor(const std::string& name, const std::string& dtype
   const size_t offset = payload.size();
   payload.resize(offset + bytes);
   if (bytes > 0) std::memcpy(payload.data() + offset, data, bytes);
-  header["tensors"].push_back({{"name", name}, {"dtype", dtype}, {"shape", shape}, {"offset", offset}, {"bytes", bytes}});
+  header["tensors"].push_back(
+      {{"name", name}, {"dtype", dtype}, {"shape", shape}, {"offset", offset}, {"bytes", bytes}});
 }
 
 std::vector<WireTensor> WorkerMessage::tensors() const {
@@ -159,7 +160,8 @@ void PythonWorker::start() {
     std::vector<char> buf(tmpl.begin(), tmpl.end());
     buf.push_back('\0');
     const int lfd = mkstemp(buf.data());
-    if (lfd < 0) throw InputError("cannot create a log file for the Python worker in " + env_or("TMPDIR", "/tmp"));
+    if (lfd < 0)
+      throw InputError("cannot create a log file for the Python worker in " + env_or("TMPDIR", "/tmp"));
     close(lfd);
     log_path_ = buf.data();
   }
@@ -168,8 +170,8 @@ void PythonWorker::start() {
     throw std::system_error(errno, std::generic_category(), "socketpair");
   // Everything the child needs is prepared before fork: it only calls async-signal-safe functions.
   const std::string fd_arg = std::to_string(3);
-  std::vector<std::string> args = {options_.python, "-u", "-m", "moefuzz.worker", "--kernel", options_.spec,
-                                   "--fd", fd_arg};
+  std::vector<std::string> args = {options_.python, "-u",          "-m",   "moefuzz.worker",
+                                   "--kernel",      options_.spec, "--fd", fd_arg};
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -178,7 +180,8 @@ void PythonWorker::start() {
   std::string pythonpath = moefuzz_python_dir();
   char cwd[4096];
   if (getcwd(cwd, sizeof cwd) != nullptr) pythonpath += (pythonpath.empty() ? "" : ":") + std::string(cwd);
-  if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old != '\0') pythonpath += ":" + std::string(old);
+  if (const char* old = std::getenv("PYTHONPATH"); old != nullptr && *old != '\0')
+    pythonpath += ":" + std::string(old);
   std::vector<std::string> env_storage;
   for (char** e = environ; *e != nullptr; ++e)
     if (std::strncmp(*e, "PYTHONPATH=", 11) != 0) env_storage.emplace_back(*e);
@@ -198,7 +201,7 @@ void PythonWorker::start() {
     throw std::system_error(errno, std::generic_category(), "fork");
   }
   if (pid == 0) {
-    setpgid(0, 0);  // its own group: a fault kills the worker and everything it started (compilers)
+    setpgid(0, 0);   // its own group: a fault kills the worker and everything it started (compilers)
     dup2(sv[1], 3);  // dup2 clears FD_CLOEXEC on the new descriptor
     dup2(log_fd, 1);
     dup2(log_fd, 2);
@@ -223,10 +226,12 @@ void PythonWorker::start() {
   if (io == Io::kTimeout) {
     stop();
     throw InputError("Python kernel 'py:" + options_.spec + "': the worker did not start within " +
-                     std::to_string(options_.start_timeout.count() / 1000) + " s; its output:\n" + log_tail());
+                     std::to_string(options_.start_timeout.count() / 1000) + " s; its output:\n" +
+                     log_tail());
   }
   std::string header;
-  if (io == Io::kOk && head.magic == kMagic && head.header_bytes <= kMaxHeaderBytes && head.payload_bytes == 0) {
+  if (io == Io::kOk && head.magic == kMagic && head.header_bytes <= kMaxHeaderBytes &&
+      head.payload_bytes == 0) {
     header.resize(head.header_bytes);
     if (read_all(fd_, header.data(), header.size(), deadline) != Io::kOk) header.clear();
   }
@@ -234,7 +239,8 @@ void PythonWorker::start() {
     const std::string tail = log_tail();
     stop();
     throw InputError("Python kernel 'py:" + options_.spec + "': the worker (" + options_.python +
-                     " -m moefuzz.worker) did not start" + (tail.empty() ? std::string(".") : "; its output:\n" + tail) +
+                     " -m moefuzz.worker) did not start" +
+                     (tail.empty() ? std::string(".") : "; its output:\n" + tail) +
                      "\n(MOEFUZZ_PYTHON selects the interpreter; the moefuzz package must be importable: pip "
                      "install ./python, or run from a source build)");
   }
@@ -242,7 +248,8 @@ void PythonWorker::start() {
     hello_ = nlohmann::json::parse(header);
   } catch (const std::exception& e) {
     stop();
-    throw InputError("Python kernel 'py:" + options_.spec + "': malformed greeting from the worker: " + e.what());
+    throw InputError("Python kernel 'py:" + options_.spec +
+                     "': malformed greeting from the worker: " + e.what());
   }
 }
 
@@ -295,13 +302,15 @@ void PythonWorker::fail_dead(const std::string& during) {
   const std::string log = tail.empty() ? "" : "; worker output: " + tail;
   if (r == dead && WIFSIGNALED(status)) {
     throw KernelFault(FaultKind::kCrash,
-                      what + ": crash: the worker died from signal " + std::to_string(WTERMSIG(status)) + " (" +
-                          strsignal(WTERMSIG(status)) + ") during " + during + log,
+                      what + ": crash: the worker died from signal " + std::to_string(WTERMSIG(status)) +
+                          " (" + strsignal(WTERMSIG(status)) + ") during " + during + log,
                       WTERMSIG(status));
   }
-  const std::string how = r == dead && WIFEXITED(status) ? "exited with status " + std::to_string(WEXITSTATUS(status))
-                                                           : "closed its channel";
-  throw KernelFault(FaultKind::kBadResult, what + ": bad-result: the worker " + how + " during " + during + log);
+  const std::string how = r == dead && WIFEXITED(status)
+                              ? "exited with status " + std::to_string(WEXITSTATUS(status))
+                              : "closed its channel";
+  throw KernelFault(FaultKind::kBadResult,
+                    what + ": bad-result: the worker " + how + " during " + during + log);
 }
 
 WorkerMessage PythonWorker::request(const WorkerMessage& message, std::chrono::milliseconds timeout,
@@ -309,8 +318,9 @@ WorkerMessage PythonWorker::request(const WorkerMessage& message, std::chrono::m
   if (pid_ <= 0) start();
   if (hello_.contains("error")) throw InputError(hello_["error"].get<std::string>());
   if (max_reply_bytes == 0) max_reply_bytes = options_.max_reply_bytes;
-  const std::string op = message.header.value("op", std::string("?")) +
-                         (message.header.contains("stage") ? " " + message.header["stage"].get<std::string>() : "");
+  const std::string op =
+      message.header.value("op", std::string("?")) +
+      (message.header.contains("stage") ? " " + message.header["stage"].get<std::string>() : "");
   const auto deadline = Clock::now() + timeout;
   const auto timed_out = [&]() {
     stop();
@@ -340,10 +350,10 @@ WorkerMessage PythonWorker::request(const WorkerMessage& message, std::chrono::m
   const std::string what = "Python kernel 'py:" + options_.spec + "'";
   if (in.magic != kMagic || in.header_bytes > kMaxHeaderBytes || in.payload_bytes > max_reply_bytes) {
     stop();
-    throw KernelFault(FaultKind::kBadResult,
-                      what + ": bad-result: malformed or oversized reply to '" + op + "' (" +
-                          std::to_string(in.payload_bytes) + " payload bytes, at most " +
-                          std::to_string(max_reply_bytes) + " expected)");
+    throw KernelFault(FaultKind::kBadResult, what + ": bad-result: malformed or oversized reply to '" + op +
+                                                 "' (" + std::to_string(in.payload_bytes) +
+                                                 " payload bytes, at most " +
+                                                 std::to_string(max_reply_bytes) + " expected)");
   }
   WorkerMessage reply;
   std::string text(in.header_bytes, '\0');
@@ -359,7 +369,8 @@ WorkerMessage PythonWorker::request(const WorkerMessage& message, std::chrono::m
     (void)reply.tensors();  // validates every byte range
   } catch (const std::exception& e) {
     stop();
-    throw KernelFault(FaultKind::kBadResult, what + ": bad-result: malformed reply to '" + op + "': " + e.what());
+    throw KernelFault(FaultKind::kBadResult,
+                      what + ": bad-result: malformed reply to '" + op + "': " + e.what());
   }
   return reply;
 }

@@ -41,8 +41,8 @@ struct WorkerMessage {
   std::vector<uint8_t> payload;
 
   // Appends a tensor (copies its bytes) and lists it in header["tensors"].
-  void add_tensor(const std::string& name, const std::string& dtype, std::vector<int64_t> shape, const void* data,
-                  size_t bytes);
+  void add_tensor(const std::string& name, const std::string& dtype, std::vector<int64_t> shape,
+                  const void* data, size_t bytes);
   template <class T>
   void add_tensor(const std::string& name, const std::string& dtype, std::vector<int64_t> shape,
                   const std::vector<T>& v) {
@@ -53,10 +53,10 @@ struct WorkerMessage {
 };
 
 struct PythonWorkerOptions {
-  std::string spec;                         // "MODULE:ATTR"
-  std::string python;                       // interpreter; "" = $MOEFUZZ_PYTHON or python3
+  std::string spec;                                 // "MODULE:ATTR"
+  std::string python;                               // interpreter; "" = $MOEFUZZ_PYTHON or python3
   std::chrono::milliseconds start_timeout{120000};  // import torch + triton + the kernel
-  size_t max_reply_bytes = size_t{1} << 34;  // per reply; the caller passes its exact bound per call
+  size_t max_reply_bytes = size_t{1} << 34;         // per reply; the caller passes its exact bound per call
 };
 
 class PythonWorker {

@@ -23,7 +23,8 @@ std::unique_ptr<Kernel> make_kernel(const std::string& name_or_path) {
   // ("compose/grouped/plain/fuse/separate", "mutant/z1-rsf-twice"), which would otherwise look like paths.
   for (const auto& e : kernel_registry())
     if (e.name == name_or_path) return e.make();
-  if (is_python_kernel_spec(name_or_path)) return make_python_kernel(name_or_path);  // kernels/python_kernel.h
+  if (is_python_kernel_spec(name_or_path))
+    return make_python_kernel(name_or_path);  // kernels/python_kernel.h
   if (looks_like_plugin_path(name_or_path))
     return make_plugin_kernel(name_or_path);  // kernels/plugin_kernel.h
   std::string known;

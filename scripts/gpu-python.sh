@@ -58,8 +58,12 @@ for f in "$out"/findings-upstream_*/finding-001-*.moefuzz; do
   [ -e "$f" ] || continue
   name=$(basename "$(dirname "$f")")
   kernel=$(sed -n 's/^# kernel: //p' "$f" | head -n 1)
-  "$bin" shrink "$f" --kernel "$kernel" -o "$out/$name.shrunk.moefuzz" >"$out/$name.shrink.log" 2>&1
-  "$bin" replay "$out/$name.shrunk.moefuzz" --kernel "$kernel" >>"$out/$name.shrink.log" 2>&1
+  forced=0
+  [[ $name == *fp4_quantize_forced ]] && forced=1
+  MOEFUZZ_UPSTREAM_FP4_ANY_ARCH=$forced "$bin" shrink "$f" --kernel "$kernel" -o "$out/$name.shrunk.moefuzz" \
+    >"$out/$name.shrink.log" 2>&1
+  MOEFUZZ_UPSTREAM_FP4_ANY_ARCH=$forced "$bin" replay "$out/$name.shrunk.moefuzz" --kernel "$kernel" \
+    >>"$out/$name.shrink.log" 2>&1
   echo "$name: shrunk $(grep -m1 'after:' "$out/$name.shrink.log")" >>"$out/summary.txt"
 done
 
@@ -68,4 +72,6 @@ for k in cpu py:examples.python.numpy_stages:stages; do
   "$bin" check --kernel "$k" --cases 300 --seed 11 --out "$out/bench" 2>&1 | grep -E 'python bridge|cases in' \
     >>"$out/summary.txt"
 done
+# The device returns few files: one archive of the logs, reports and shrunk cases.
+(cd "$out" && tar czf 0-logs.tgz ./*.log ./*.json ./*.moefuzz findings-*/*.txt 2>/dev/null)
 cat "$out/summary.txt"

@@ -12,6 +12,7 @@ PACKAGES=(
   libcli11-dev libfmt-dev nlohmann-json3-dev
   gnuplot-nox                                  # drift plots
   python3 python3-venv                         # Python kernels (py:) and their tests (scripts/python-env.sh)
+  clang-format                                 # tests/format_check.sh (ctest format.clang_format)
   git ca-certificates
 )
 missing=()

@@ -74,7 +74,8 @@ void cpu_combine(std::span<const float> gemm2, const RoutingDecision& route, std
               term = round_to_bf16(y * round_to_bf16(w));
               break;
             case CombineAccum::kBf16Atomics:
-            case CombineAccum::kBf16EpilogueProducts:  // SGLang Triton: bf16(acc * w) stored by the GEMM2 epilogue
+            case CombineAccum::kBf16EpilogueProducts:  // SGLang Triton: bf16(acc * w) stored by the GEMM2
+                                                       // epilogue
               term = round_to_bf16(w * y);
               break;
             default:
