@@ -12,9 +12,9 @@
 
 #include "core/atomic_file.h"
 #include "core/case.h"
-#include "core/profile.h"
 #include "core/errors.h"
 #include "core/interrupt.h"
+#include "core/profile.h"
 #include "core/recipe_text.h"
 #include "core/report.h"
 #include "core/repro_command.h"
@@ -144,7 +144,8 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     CaseReport rep;
     try {
       // A fault in supports() is the case's finding: nothing else runs on it.
-      rep = supports_fault ? fault_report(*supports_fault, co) : check_case(kernel, materialize(r, o.max_case_bytes), co);
+      rep = supports_fault ? fault_report(*supports_fault, co)
+                           : check_case(kernel, materialize(r, o.max_case_bytes), co);
     } catch (const Interrupted&) {
       s.interrupted_by = interrupt_signal();
       break;  // the interrupted case is not counted: its checks did not all run
@@ -202,8 +203,8 @@ std::string format_summary_table(const CampaignSummary& s) {
   if (s.interrupted_by != 0)
     out += fmt::format("interrupted by signal {}: the summary covers the cases completed before it\n",
                        s.interrupted_by);
-  out += fmt::format("{:<12} {:>8} {:>6} {:>8} {:>8} {:>9} {:>8} {:>16}\n", "invariant", "pass", "fail", "skip",
-                     "vacuous", "vacuous%", "not-eval", "max err/bound");
+  out += fmt::format("{:<12} {:>8} {:>6} {:>8} {:>8} {:>9} {:>8} {:>16}\n", "invariant", "pass", "fail",
+                     "skip", "vacuous", "vacuous%", "not-eval", "max err/bound");
   for (const auto& [code, t] : s.tallies)
     out += fmt::format("{:<12} {:>8} {:>6} {:>8} {:>8} {:>8.1f}% {:>8} {:>16.3g}\n", code, t.passed, t.failed,
                        t.skipped, t.vacuous, 100 * t.vacuous_share(), t.not_evaluated, t.max_ratio);

@@ -12,8 +12,8 @@
 #include "core/case.h"
 #include "core/errors.h"
 #include "core/recipe_text.h"
-#include "kernels/isolated_run.h"
 #include "core/repro_command.h"
+#include "kernels/isolated_run.h"
 #include "kernels/kernel_name.h"
 #include "properties/check_engine.h"
 
