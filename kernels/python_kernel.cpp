@@ -10,6 +10,7 @@
 #include "core/errors.h"
 #include "core/profile.h"
 #include "core/profile_json.h"
+#include "core/recipe_text.h"
 #include "core/word_hash.h"
 #include "kernels/composed_pipeline.h"
 #include "kernels/cpu/cpu_stages.h"
@@ -21,29 +22,6 @@ namespace moefuzz {
 namespace {
 
 using nlohmann::json;
-
-const char* routing_mode_name(RoutingMode m) {
-  switch (m) {
-    case RoutingMode::kSoftmax:
-      return "softmax";
-    case RoutingMode::kSigmoidGrouped:
-      return "sigmoid_grouped";
-    case RoutingMode::kHash:
-      return "hash";
-  }
-  return "?";
-}
-const char* score_name(ScoreFunc f) {
-  switch (f) {
-    case ScoreFunc::kSqrtSoftplus:
-      return "sqrt_softplus";
-    case ScoreFunc::kSigmoid:
-      return "sigmoid";
-    case ScoreFunc::kSoftmax:
-      return "softmax";
-  }
-  return "?";
-}
 
 // JSON has no infinity: +inf (no SwiGLU clamp) travels as null.
 json finite_or_null(double v) { return std::isfinite(v) ? json(v) : json(nullptr); }
@@ -66,16 +44,16 @@ json config_of(const CaseRecipe& r, const Profile* profile, const std::string& c
       {"shared_experts", r.shape.shared_experts},
       {"slots", r.slots()},
       {"hash_vocab", r.hash_vocab()},
-      {"routing_mode", routing_mode_name(r.routing.mode)},
-      {"hash_score", score_name(r.routing.hash_score)},
+      {"routing_mode", name_of(r.routing.mode)},
+      {"hash_score", name_of(r.routing.hash_score)},
       {"renormalize", r.normalizes_weights()},
       {"correction_bias", r.routing.correction_bias},
       {"routed_scaling_factor", r.routing.routed_scaling_factor},
       {"routed_scaling_factor_f32", static_cast<double>(static_cast<float>(r.routing.routed_scaling_factor))},
       {"rsf_in_topk", rsf_in_topk},
-      {"shared_fusion", r.routing.shared_fusion == SharedFusion::kFused ? "fused" : "separate"},
-      {"act_format", r.quant.activations == ActivationFormat::kNvfp4 ? "nvfp4" : "bf16"},
-      {"act_scales", r.quant.act_scales == ActScaleMode::kGlobal ? "global" : "per_expert"},
+      {"shared_fusion", name_of(r.routing.shared_fusion)},
+      {"act_format", name_of(r.quant.activations)},
+      {"act_scales", name_of(r.quant.act_scales)},
       {"swiglu_limit", finite_or_null(r.swiglu.limit)},
       {"swiglu_alpha", r.swiglu.alpha},
       {"swiglu_beta", r.swiglu.beta},
