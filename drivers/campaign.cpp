@@ -6,9 +6,11 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <new>
 #include <ostream>
 #include <sstream>
+#include <stdexcept>
 
 #include "core/atomic_file.h"
 #include "core/case.h"
@@ -20,6 +22,7 @@
 #include "core/repro_command.h"
 #include "core/terminal_width.h"
 #include "drivers/finding_file.h"
+#include "drivers/ordered_parallel.h"
 #include "drivers/progress_line.h"
 #include "kernels/kernel_name.h"
 #include "properties/gen/recipe_gen.h"
@@ -77,6 +80,19 @@ Finding save_finding(const CaseRecipe& recipe, const Verdict& v, const std::stri
   return f;
 }
 
+namespace {
+
+// One drawn index as a worker left it, for the in-order commit.
+struct DrawnCase {
+  enum class Kind { kChecked, kUnsupported, kTimeUp, kInterrupted, kOutOfMemory };
+  Kind kind = Kind::kChecked;
+  CaseRecipe recipe;
+  std::string unsupported;  // kUnsupported: why
+  CaseReport report;        // kChecked
+};
+
+}  // namespace
+
 CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std::ostream& log) {
   CampaignSummary s;
   s.kernel = o.kernel_name;
@@ -84,11 +100,17 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
   const rc::Gen<CaseRecipe> gen = gen::recipe_for(o.shapes);
   // The profile in force (validated here: an unknown name is bad input, exit 2, before any case runs).
   const std::string profile = o.profile.empty() ? kernel.profile() : profile_by_name(o.profile).name;
+  const int jobs = std::max(1, o.jobs);
+  if (jobs > 1 && !o.worker_kernel)
+    throw std::logic_error("run_campaign: jobs > 1 needs CampaignOptions::worker_kernel");
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   CheckOptions co{.invariants = o.invariants, .run = o.run, .profile = o.profile};
+  if (o.seconds > 0)
+    co.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(o.seconds));
   // Findings of earlier runs in the same directory are kept: this run numbers after them.
   const int64_t earlier = highest_finding_index(o.out_dir);
   if (earlier > 0)
@@ -96,62 +118,96 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
         "moefuzz: {} holds findings of an earlier run (up to finding-{:03d}); they are kept, "
         "new ones are numbered after them\n",
         o.out_dir, earlier);
-  int64_t consecutive_unsupported = 0;
-  for (uint64_t index = 0;; ++index) {
-    if (o.cases > 0 && s.cases >= o.cases) break;
-    if (o.seconds > 0 && elapsed() >= o.seconds) break;
-    if (o.cases <= 0 && o.seconds <= 0) break;
+
+  // Each worker thread checks with its own kernel instance (a plugin's or Python kernel's own worker
+  // process, a GPU of its own); one thread checks with `kernel` itself.
+  std::vector<std::unique_ptr<Kernel>> worker_kernels(static_cast<size_t>(jobs));
+  auto kernel_of = [&](int w) -> const Kernel& { return jobs == 1 ? kernel : *worker_kernels[w]; };
+  auto start_worker = [&](int w) {
+    if (jobs > 1) worker_kernels[w] = o.worker_kernel(w);
+  };
+
+  // The case of one index: a pure function of (seed, index) and the kernel's answers.
+  auto produce = [&](int w, uint64_t index) {
+    DrawnCase d;
+    if (o.seconds > 0 && elapsed() >= o.seconds) {
+      d.kind = DrawnCase::Kind::kTimeUp;
+      return d;
+    }
     // RapidCheck sizes grow from small to large over the first cases, like a property run.
     const int size = static_cast<int>(std::min<uint64_t>(100, index));
-    CaseRecipe r = gen::sample(gen, o.seed, index, size);
-    r.profile = profile;
+    d.recipe = gen::sample(gen, o.seed, index, size);
+    d.recipe.profile = profile;
     if (interrupt_requested()) {
-      s.interrupted_by = interrupt_signal();
-      break;
+      d.kind = DrawnCase::Kind::kInterrupted;
+      return d;
     }
+    const Kernel& k = kernel_of(w);
     std::optional<Verdict> supports_fault;
-    const std::string invalid = validate(r);
-    const int64_t bytes = estimate_case_bytes(r);
-    std::string unsupported = invalid.empty() ? supports_or_fault(kernel, r, supports_fault) : invalid;
+    const std::string invalid = validate(d.recipe);
+    const int64_t bytes = estimate_case_bytes(d.recipe);
+    std::string unsupported = invalid.empty() ? supports_or_fault(k, d.recipe, supports_fault) : invalid;
     if (unsupported.empty() && !supports_fault && bytes > o.max_case_bytes)
       unsupported = fmt::format("the case needs {}, above --max-case-bytes {}", format_byte_count(bytes),
                                 format_byte_count(o.max_case_bytes));
     if (!unsupported.empty() && !supports_fault) {
-      ++s.unsupported;
-      s.last_unsupported = unsupported;
-      if (++consecutive_unsupported > 10000) {
-        log << "moefuzz: the kernel supports none of 10000 consecutive drawn recipes; stopping\n";
-        break;
-      }
-      continue;
+      d.kind = DrawnCase::Kind::kUnsupported;
+      d.unsupported = std::move(unsupported);
+      return d;
     }
-    consecutive_unsupported = 0;
-    if (o.seconds > 0)
-      co.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                std::chrono::duration<double>(o.seconds));
-    CaseReport rep;
     try {
       // A fault in supports() is the case's finding: nothing else runs on it.
-      rep = supports_fault ? fault_report(*supports_fault, co)
-                           : check_case(kernel, materialize(r, o.max_case_bytes), co);
+      d.report = supports_fault ? fault_report(*supports_fault, co)
+                                : check_case(k, materialize(d.recipe, o.max_case_bytes), co);
+      d.report.baseline.reset();  // not needed here; results wait in memory for their commit
     } catch (const Interrupted&) {
-      s.interrupted_by = interrupt_signal();
-      break;  // the interrupted case is not counted: its checks did not all run
+      d.kind = DrawnCase::Kind::kInterrupted;  // the interrupted case is not counted
     } catch (const std::bad_alloc&) {
-      // moefuzz itself ran out of memory (oracle, framework): a tool error, never the kernel's
-      // finding. The case is saved so the failure can be reproduced and reported.
-      const std::string path = fmt::format("{}/tool-error-oom-{}.moefuzz", o.out_dir, index);
-      std::string text = to_text(r);
-      const size_t eol = text.find('\n');
-      text.insert(eol == std::string::npos ? text.size() : eol + 1,
-                  "# moefuzz tool error: out of memory in moefuzz while checking this case\n# kernel: " +
-                      o.kernel_name + "\n");
-      write_file_atomically(path, text);
-      throw InputError(fmt::format(
-          "out of memory in moefuzz itself while checking a case (saved to {}); not a finding of the kernel: "
-          "lower --max-case-bytes or the shapes",
-          path));
+      d.kind = DrawnCase::Kind::kOutOfMemory;
     }
+    return d;
+  };
+
+  int64_t consecutive_unsupported = 0;
+  // Everything that shows (tallies, finding numbers, FINDING lines, progress) happens here, in
+  // index order, on this thread.
+  auto commit = [&](uint64_t index, DrawnCase& d) {
+    if (o.cases > 0 && s.cases >= o.cases) return false;
+    if (o.cases <= 0 && o.seconds <= 0) return false;
+    switch (d.kind) {
+      case DrawnCase::Kind::kTimeUp:
+        return false;
+      case DrawnCase::Kind::kInterrupted:
+        s.interrupted_by = interrupt_signal();
+        return false;
+      case DrawnCase::Kind::kUnsupported:
+        ++s.unsupported;
+        s.last_unsupported = d.unsupported;
+        if (++consecutive_unsupported > 10000) {
+          log << "moefuzz: the kernel supports none of 10000 consecutive drawn recipes; stopping\n";
+          return false;
+        }
+        return true;
+      case DrawnCase::Kind::kOutOfMemory: {
+        // moefuzz itself ran out of memory (oracle, framework): a tool error, never the kernel's
+        // finding. The case is saved so the failure can be reproduced and reported.
+        const std::string path = fmt::format("{}/tool-error-oom-{}.moefuzz", o.out_dir, index);
+        std::string text = to_text(d.recipe);
+        const size_t eol = text.find('\n');
+        text.insert(eol == std::string::npos ? text.size() : eol + 1,
+                    "# moefuzz tool error: out of memory in moefuzz while checking this case\n# kernel: " +
+                        o.kernel_name + "\n");
+        write_file_atomically(path, text);
+        throw InputError(fmt::format(
+            "out of memory in moefuzz itself while checking a case (saved to {}); not a finding of the "
+            "kernel: lower --max-case-bytes or the shapes",
+            path));
+      }
+      case DrawnCase::Kind::kChecked:
+        break;
+    }
+    consecutive_unsupported = 0;
+    const CaseReport& rep = d.report;
     tally(s.tallies, rep);
     ++s.cases;
     if (rep.failed()) {
@@ -161,7 +217,7 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
       if (it != s.findings.end()) {
         ++it->occurrences;
       } else {
-        Finding f = save_finding(r, v, o.kernel_name, o.out_dir,
+        Finding f = save_finding(d.recipe, v, o.kernel_name, o.out_dir,
                                  earlier + static_cast<int64_t>(s.findings.size()) + 1, o.profile);
         log << (o.progress ? "\n" : "")
             << fmt::format("FINDING {}: {}\n  REPRO: {}\n", f.signature, v.message, f.repro);
@@ -177,7 +233,9 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
                                   terminal_columns(STDERR_FILENO))
           << "\x1b[K" << std::flush;
     }
-  }
+    return true;
+  };
+  run_in_index_order<DrawnCase>(jobs, start_worker, produce, commit);
   if (o.progress) log << "\n";
   s.seconds = elapsed();
   return s;

@@ -9,8 +9,12 @@
 //   o.invariants = moefuzz::select_invariants("all");
 //   moefuzz::CampaignSummary s = moefuzz::run_campaign(*kernel, o, std::cerr);
 //   std::cout << moefuzz::format_summary_table(s);
+//   o.jobs = 4;  // the same summary, four cases at a time
+//   o.worker_kernel = [](int) { return moefuzz::make_kernel("cpu"); };
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,6 +41,14 @@ struct CampaignOptions {
   // outside the domain, with the reason, like recipes the kernel does not support.
   int64_t max_case_bytes = kDefaultMaxCaseBytes;
   RunOptions run;
+  // Worker threads checking cases at once. The cases, verdicts, tallies and findings (files and
+  // numbering) depend on the seed alone, never on jobs: each index's case is drawn from (seed, index)
+  // and results are committed in index order (drivers/ordered_parallel.h). 1 = the calling thread
+  // checks every case with `kernel`.
+  int jobs = 1;
+  // jobs > 1: makes worker `worker`'s own kernel instance, called on that worker's thread before its
+  // first case (so a GPU bound there with kernels/worker_device.h stays the thread's device).
+  std::function<std::unique_ptr<Kernel>(int worker)> worker_kernel;
 };
 
 struct Finding {

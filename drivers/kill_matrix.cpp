@@ -10,6 +10,7 @@
 #include "core/value_profiles.h"
 #include "drivers/baseline_checkers.h"
 #include "drivers/check_engine.h"
+#include "drivers/ordered_parallel.h"
 #include "kernels/registry.h"
 #include "properties/gen/recipe_gen.h"
 
@@ -145,6 +146,93 @@ bool KillMatrix::all_failures_zero() const {
   return true;
 }
 
+namespace {
+
+// One mutant's row: the targeted campaign, the expensive invariants it declares, the baselines.
+MutantRow mutant_row(const std::string& mutant_name, const std::function<std::unique_ptr<Kernel>()>& make,
+                     const KillMatrixOptions& o, const rc::Gen<CaseRecipe>& gen,
+                     const std::vector<const Invariant*>& cheap, const std::vector<std::string>& codes) {
+  const auto kernel = make();
+  MutantRow row;
+  row.mutant = mutant_name;
+  row.expected = kernel->expected_killers();
+  const auto start = std::chrono::steady_clock::now();
+  // Expensive invariants (OVF's 2^31 probe, DRIFT's many layers) run once each, and only for
+  // mutants that declare them, on the first supported case focused on them.
+  for (const auto& inv : invariant_registry()) {
+    if (!inv.expensive || std::find(row.expected.begin(), row.expected.end(), inv.code) == row.expected.end())
+      continue;
+    if (inv.code == "OVF" && !o.ovf_probe) continue;
+    for (uint64_t index = 0; index < 64; ++index) {
+      CaseRecipe r = focus_on(inv.code, 0, gen::sample(gen, o.seed, index, 10));
+      r.profile = kernel->profile();
+      if (!kernel->supports(r).empty() || !validate(r).empty() || !inv.applies(*kernel, r).empty()) continue;
+      ++row.cases;
+      const CaseReport rep = check_case(*kernel, materialize(r), CheckOptions{.invariants = {&inv}});
+      for (const auto& v : rep.verdicts)
+        if (v.failed()) row.kills[v.invariant] = KillCell{row.cases, since(start)};
+      break;
+    }
+  }
+  for (uint64_t index = 0; row.cases < o.max_cases_per_mutant && since(start) < o.seconds_per_mutant;
+       ++index) {
+    if (all_declared_killed(row)) break;
+    CaseRecipe r = campaign_case(gen, o.seed, index, row.expected);
+    r.profile = kernel->profile();
+    if (!kernel->supports(r).empty() || !validate(r).empty()) {
+      if (index > static_cast<uint64_t>(o.max_cases_per_mutant) * 20) break;
+      continue;
+    }
+    const Case c = materialize(r);
+    CheckOptions co;
+    for (const Invariant* inv : cheap) {
+      auto it = row.kills.find(inv->code);
+      if (it != row.kills.end() && it->second.cases >= 0) continue;  // already killed by it
+      co.invariants.push_back(inv);
+    }
+    ++row.cases;
+    const CaseReport rep = check_case(*kernel, c, co);
+    for (const auto& v : rep.verdicts)
+      if (v.failed()) row.kills[v.invariant] = KillCell{row.cases, since(start)};
+  }
+  row.seconds = since(start);
+  if (o.baselines) {
+    const BaselineResult b = run_baselines(*kernel, o.seed);
+    row.baselines["allclose"] = b.allclose_caught;
+    row.baselines["check_accuracy"] = b.check_accuracy_caught;
+  }
+  for (const auto& code : codes) {  // registry order breaks ties
+    auto it = row.kills.find(code);
+    if (it == row.kills.end() || it->second.cases < 0) continue;
+    if (row.first_killer.empty() || it->second.cases < row.kills.at(row.first_killer).cases)
+      row.first_killer = code;
+  }
+  return row;
+}
+
+// The false-positive sweep of one correct kernel: failing cases, and the first failure's line.
+std::pair<int64_t, std::string> correct_sweep(const KernelEntry& entry, const KillMatrixOptions& o,
+                                              const rc::Gen<CaseRecipe>& gen,
+                                              const std::vector<const Invariant*>& cheap) {
+  const auto kernel = entry.make();
+  int64_t failures = 0, run = 0;
+  std::string first;
+  for (uint64_t index = 0; run < o.correct_cases && index < static_cast<uint64_t>(o.correct_cases) * 20;
+       ++index) {
+    CaseRecipe r =
+        gen::sample(gen, o.seed ^ 0xC0FFEEu, index, static_cast<int>(std::min<uint64_t>(100, index)));
+    r.profile = kernel->profile();
+    if (!kernel->supports(r).empty() || !validate(r).empty()) continue;
+    ++run;
+    const CaseReport rep = check_case(*kernel, materialize(r), CheckOptions{.invariants = cheap});
+    if (rep.failed() && failures++ == 0)
+      first = rep.first_failure().signature() + ": " + rep.first_failure().message;
+  }
+  return {failures, first};
+}
+
+}  // namespace
+
 KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
   KillMatrix m;
   std::vector<const Invariant*> cheap;
@@ -170,67 +258,20 @@ KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
     if (std::none_of(reg.begin(), reg.end(), [&](const KernelEntry& e) { return e.name == name; }))
       mutants.emplace_back(name, [name] { return make_kernel(name); });
   }
-  for (const auto& [mutant_name, make] : mutants) {
-    const auto kernel = make();
-    MutantRow row;
-    row.mutant = mutant_name;
-    row.expected = kernel->expected_killers();
-    const auto start = std::chrono::steady_clock::now();
-    // Expensive invariants (OVF's 2^31 probe, DRIFT's many layers) run once each, and only for
-    // mutants that declare them, on the first supported case focused on them.
-    for (const auto& inv : invariant_registry()) {
-      if (!inv.expensive ||
-          std::find(row.expected.begin(), row.expected.end(), inv.code) == row.expected.end())
-        continue;
-      if (inv.code == "OVF" && !o.ovf_probe) continue;
-      for (uint64_t index = 0; index < 64; ++index) {
-        CaseRecipe r = focus_on(inv.code, 0, gen::sample(gen, o.seed, index, 10));
-        r.profile = kernel->profile();
-        if (!kernel->supports(r).empty() || !validate(r).empty() || !inv.applies(*kernel, r).empty())
-          continue;
-        ++row.cases;
-        const CaseReport rep = check_case(*kernel, materialize(r), CheckOptions{.invariants = {&inv}});
-        for (const auto& v : rep.verdicts)
-          if (v.failed()) row.kills[v.invariant] = KillCell{row.cases, since(start)};
-        break;
-      }
-    }
-    for (uint64_t index = 0; row.cases < o.max_cases_per_mutant && since(start) < o.seconds_per_mutant;
-         ++index) {
-      if (all_declared_killed(row)) break;
-      CaseRecipe r = campaign_case(gen, o.seed, index, row.expected);
-      r.profile = kernel->profile();
-      if (!kernel->supports(r).empty() || !validate(r).empty()) {
-        if (index > static_cast<uint64_t>(o.max_cases_per_mutant) * 20) break;
-        continue;
-      }
-      const Case c = materialize(r);
-      CheckOptions co;
-      for (const Invariant* inv : cheap) {
-        auto it = row.kills.find(inv->code);
-        if (it != row.kills.end() && it->second.cases >= 0) continue;  // already killed by it
-        co.invariants.push_back(inv);
-      }
-      ++row.cases;
-      const CaseReport rep = check_case(*kernel, c, co);
-      for (const auto& v : rep.verdicts)
-        if (v.failed()) row.kills[v.invariant] = KillCell{row.cases, since(start)};
-    }
-    row.seconds = since(start);
-    if (o.baselines) {
-      const BaselineResult b = run_baselines(*kernel, o.seed);
-      row.baselines["allclose"] = b.allclose_caught;
-      row.baselines["check_accuracy"] = b.check_accuracy_caught;
-    }
-    for (const auto& code : m.invariants) {  // registry order breaks ties
-      auto it = row.kills.find(code);
-      if (it == row.kills.end() || it->second.cases < 0) continue;
-      if (row.first_killer.empty() || it->second.cases < row.kills.at(row.first_killer).cases)
-        row.first_killer = code;
-    }
-    if (!row.killed_as_declared()) m.survivors.push_back(row.mutant);
-    m.rows.push_back(std::move(row));
-  }
+  // Rows in registry order whatever the number of threads (drivers/ordered_parallel.h).
+  run_in_index_order<MutantRow>(
+      std::max(1, o.jobs), [](int) {},
+      [&](int, uint64_t i) {
+        return i < mutants.size()
+                   ? mutant_row(mutants[i].first, mutants[i].second, o, gen, cheap, m.invariants)
+                   : MutantRow{};
+      },
+      [&](uint64_t i, MutantRow& row) {
+        if (i >= mutants.size()) return false;
+        if (!row.killed_as_declared()) m.survivors.push_back(row.mutant);
+        m.rows.push_back(std::move(row));
+        return true;
+      });
   m.toothless_assessed = o.mutants.empty();
   for (const auto& code : m.toothless_assessed ? m.invariants : std::vector<std::string>{}) {
     bool kills = false;
@@ -244,27 +285,24 @@ KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
     if (!first) m.no_first_kill.push_back(code);
   }
   // False-positive sweep: correct built-in kernels must pass every cheap invariant.
+  std::vector<const KernelEntry*> correct;
   for (const auto& entry : kernel_registry()) {
     if (entry.kind != KernelKind::kBuiltin && entry.kind != KernelKind::kComposition) continue;
-    const auto kernel = entry.make();
-    if (kernel->is_mutant()) continue;
-    int64_t failures = 0, run = 0;
-    for (uint64_t index = 0; run < o.correct_cases && index < static_cast<uint64_t>(o.correct_cases) * 20;
-         ++index) {
-      CaseRecipe r =
-          gen::sample(gen, o.seed ^ 0xC0FFEEu, index, static_cast<int>(std::min<uint64_t>(100, index)));
-      r.profile = kernel->profile();
-      if (!kernel->supports(r).empty() || !validate(r).empty()) continue;
-      ++run;
-      const CaseReport rep = check_case(*kernel, materialize(r), CheckOptions{.invariants = cheap});
-      if (rep.failed()) {
-        if (failures++ == 0)
-          m.correct_first_failure[entry.name] =
-              rep.first_failure().signature() + ": " + rep.first_failure().message;
-      }
-    }
-    m.correct_failures[entry.name] = failures;
+    if (entry.make()->is_mutant()) continue;
+    correct.push_back(&entry);
   }
+  run_in_index_order<std::pair<int64_t, std::string>>(
+      std::max(1, o.jobs), [](int) {},
+      [&](int, uint64_t i) {
+        return i < correct.size() ? correct_sweep(*correct[i], o, gen, cheap)
+                                  : std::pair<int64_t, std::string>{};
+      },
+      [&](uint64_t i, std::pair<int64_t, std::string>& r) {
+        if (i >= correct.size()) return false;
+        if (r.first > 0) m.correct_first_failure[correct[i]->name] = r.second;
+        m.correct_failures[correct[i]->name] = r.first;
+        return true;
+      });
   return m;
 }
 

@@ -48,6 +48,10 @@ struct KillMatrixOptions {
   int64_t correct_cases = 60;        // false-positive sweep per correct built-in kernel
   bool baselines = false;            // also apply the upstream-style checkers
   bool ovf_probe = true;             // OVF's 2^31 probe (~3.5 GB case, ~35 s) for mutants declaring OVF
+  // Mutants (and correct kernels of the false-positive sweep) checked at once, one thread each; rows
+  // come out in the same order. Case budgets give the same matrix for any jobs; a time budget
+  // (seconds_per_mutant) is per mutant, on that mutant's thread.
+  int jobs = 1;
 };
 
 struct KillMatrix {

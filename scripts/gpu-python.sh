@@ -69,7 +69,7 @@ done
 
 # Bridge cost beside the built-in kernel, same seed and cases (CPU only, quiet cores).
 for k in cpu py:examples.python.numpy_stages:stages; do
-  "$bin" check --kernel "$k" --cases 300 --seed 11 --out "$out/bench" 2>&1 | grep -E 'python bridge|cases in' \
+  "$bin" check -j 1 --kernel "$k" --cases 300 --seed 11 --out "$out/bench" 2>&1 | grep -E 'python bridge|cases in' \
     >>"$out/summary.txt"
 done
 # The device returns few files: one archive of the logs, reports and shrunk cases.

@@ -21,7 +21,7 @@ for cell in $grid; do
     env_gpu=()
     if [[ $kernel == cuda* ]]; then env_gpu=(CUDA_VISIBLE_DEVICES=$((gpu % gpus))); gpu=$((gpu + 1)); fi
     # --time bounds the sampling; `timeout` only guards a hang (a finding is written when it happens).
-    ( env "${env_gpu[@]}" timeout $((secs + 120)) "$bin" check --kernel "$kernel" --time "$secs" --seed "$seed" \
+    ( env "${env_gpu[@]}" timeout $((secs + 120)) "$bin" check -j 1 --kernel "$kernel" --time "$secs" --seed "$seed" \
         --shapes "$shapes" --out "$out/findings/$kernel.$i" --json "$out/$kernel.$i.json" \
         >"$out/$kernel.$i.log" 2>&1; echo "rc=$?" >>"$out/$kernel.$i.log" ) &
     pids+=($!); seed=$((seed + 1))

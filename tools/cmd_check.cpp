@@ -18,6 +18,7 @@
 #include "drivers/junit_results.h"
 #include "kernels/plugin_kernel.h"
 #include "kernels/registry.h"
+#include "tools/check_workers.h"
 #include "tools/commands.h"
 #include "tools/global_options.h"
 
@@ -37,6 +38,7 @@ struct CheckArgs {
   std::string json;
   std::string junit;
   int tactic = 0;
+  int jobs = 0;  // 0 = every core
 };
 
 uint64_t time_seed() {
@@ -88,6 +90,10 @@ void add_check_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--tactic", a.tactic, "Kernel tactic for the baseline run")->check(CLI::NonNegativeNumber);
   cmd->add_option("--out", a.out, "Directory for findings (default: $TMPDIR/moefuzz/<kernel>-seed<S>)");
+  cmd->add_option("-j,--jobs", a.jobs,
+                  "Cases checked at once, each worker with its own kernel instance (default: all cores; the "
+                  "results do not depend on it)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--json", a.json, "Write the summary as JSON here");
   cmd->add_option("--junit", a.junit, "Write JUnit XML here: one test case per invariant and per finding");
   cmd->callback([cmd, &exit_code] {
@@ -119,8 +125,11 @@ void add_check_command(CLI::App& app, int& exit_code) {
     o.progress = ::isatty(STDERR_FILENO) != 0;
     o.max_case_bytes = global_options().max_case_bytes;
     o.run.tactic = a.tactic;
-    std::cerr << fmt::format("moefuzz check: kernel {} (profile {}), seed {}, shapes {}\n", a.kernel,
-                             a.profile.empty() ? kernel->profile() : a.profile, a.seed, a.shapes);
+    o.jobs = a.jobs > 0 ? a.jobs : default_jobs();
+    o.worker_kernel = worker_kernel_factory(a.kernel);
+    std::cerr << fmt::format("moefuzz check: kernel {} (profile {}), seed {}, shapes {}, {} job(s)\n",
+                             a.kernel, a.profile.empty() ? kernel->profile() : a.profile, a.seed, a.shapes,
+                             o.jobs);
     const CampaignSummary s = run_campaign(*kernel, o, std::cerr);
     if (s.cases == 0 &&
         s.interrupted_by ==

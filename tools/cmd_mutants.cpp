@@ -12,6 +12,7 @@
 #include "drivers/junit_results.h"
 #include "drivers/kill_matrix.h"
 #include "kernels/registry.h"
+#include "tools/check_workers.h"
 #include "tools/commands.h"
 
 namespace moefuzz::cli {
@@ -21,6 +22,7 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
       app.add_subcommand("mutants", "Kill matrix: every mutant x invariant, cases and seconds to kill");
   static KillMatrixOptions o;
   static std::string json, junit;
+  static int jobs = 0;  // 0 = every core
   cmd->add_option("--time", o.seconds_per_mutant, "Seconds per mutant")->capture_default_str();
   cmd->add_option("--cases", o.max_cases_per_mutant, "Cases per mutant at most")->capture_default_str();
   cmd->add_option("--seed", o.seed, "Root seed")->capture_default_str();
@@ -28,6 +30,9 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--correct-cases", o.correct_cases, "False-positive sweep cases per correct kernel")
       ->capture_default_str();
   cmd->add_flag("--baselines", o.baselines, "Also apply upstream-style checkers (allclose, check_accuracy)");
+  cmd->add_option("-j,--jobs", jobs,
+                  "Mutants checked at once, one thread each (default: all cores; rows keep their order)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--json", json, "Write the matrix as JSON here");
   cmd->add_option("--junit", junit,
                   "Write JUnit XML here: one test case per mutant, invariant and correct kernel");
@@ -47,6 +52,7 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
             name));
     }
     if (!json.empty()) check_output_file(json);  // before the matrix: a bad path costs nothing
+    o.jobs = jobs > 0 ? jobs : default_jobs();
     const KillMatrix m = run_kill_matrix(o);
     std::cout << format_kill_matrix(m);
     if (!json.empty()) write_output(json, kill_matrix_json(m).dump(2) + "\n");

@@ -23,8 +23,11 @@
 #include "drivers/finding_file.h"
 #include "drivers/findings_ledger.h"
 #include "drivers/junit_results.h"
+#include "drivers/ordered_parallel.h"
 #include "kernels/kernel_name.h"
 #include "kernels/registry.h"
+#include "kernels/worker_device.h"
+#include "tools/check_workers.h"
 #include "tools/commands.h"
 #include "tools/global_options.h"
 
@@ -89,6 +92,10 @@ void add_replay_command(CLI::App& app, int& exit_code) {
   static std::string junit;
   cmd->add_option("--junit", junit,
                   "Write JUnit XML here: one test case per invariant and finding of each file");
+  static int jobs = 0;  // 0 = every core
+  cmd->add_option("-j,--jobs", jobs,
+                  "Files replayed at once (default: all cores; output stays in file order)")
+      ->check(CLI::PositiveNumber);
   static bool sanitize = false;
   cmd->add_flag("--sanitize", sanitize,
                 "Re-run under compute-sanitizer (memcheck, then racecheck); needs a CUDA kernel");
@@ -140,7 +147,17 @@ void add_replay_command(CLI::App& app, int& exit_code) {
     int failed = 0, bad = 0, ledger_violations = 0;
     JunitSuite suite{.name = "moefuzz replay"};
     (void)select_invariants(invariants);  // a bad --invariants is one usage error, not one per file
-    for (const auto& path : files) {
+    // Files replay on -j threads, each with its own kernel; what they print comes out in file order.
+    struct Replayed {
+      CaseRecipe recipe;
+      std::string kernel_name, repro, input_error;
+      CaseReport rep;
+    };
+    const auto& reg = kernel_registry();
+    auto replay_one = [&](int worker, uint64_t i) {
+      Replayed d;
+      if (i >= files.size()) return d;
+      const std::string& path = files[i];
       try {
         CaseRecipe r = parse_recipe_file(path, global_options().max_case_bytes);
         std::string kernel_name = kernel_arg;
@@ -151,6 +168,10 @@ void add_replay_command(CLI::App& app, int& exit_code) {
           kernel_name = read_finding_header(ss.str()).kernel;
           if (kernel_name.empty()) kernel_name = "cpu";
         }
+        if (std::any_of(reg.begin(), reg.end(), [&](const KernelEntry& e) {
+              return e.name == kernel_name && e.kind == KernelKind::kCuda;
+            }))
+          bind_worker_gpu(worker);  // kernels/worker_device.h: each worker thread on its GPU
         const auto kernel = make_kernel(kernel_name);
         CheckOptions o{.invariants = select_invariants(invariants)};
         std::optional<Verdict> supports_fault;
@@ -161,45 +182,61 @@ void add_replay_command(CLI::App& app, int& exit_code) {
         // The report states the contract in force (describe_recipe reads recipe.profile).
         r.profile = profile_arg.empty() ? kernel->profile() : profile_by_name(profile_arg).name;
         o.profile = profile_arg;
-        const CaseReport rep = supports_fault
-                                   ? fault_report(*supports_fault, o)
-                                   : check_case(*kernel, materialize(r, global_options().max_case_bytes), o);
-        const std::string repro = repro_replay_command(path, stored_kernel_name(kernel_name)) +
-                                  (profile_arg.empty() ? "" : " --profile " + profile_arg);
-        add_junit_cases(suite, path, kernel_name, rep, repro);
-        if (rep.failed()) {
-          ++failed;
-          std::cout << format_failure_report(r, rep.first_failure(), kernel_name, repro);
-        } else {
-          std::cout << fmt::format("{}: all {} checks held on kernel {} ({:.2f}s)\n", path,
-                                   rep.verdicts.size(), kernel_name, rep.seconds);
-        }
-        if (ledger) {
-          std::vector<std::string> failures;
-          for (const auto& v : rep.verdicts)
-            if (v.failed()) failures.push_back(v.signature());
-          const LedgerJudgement j = ledger->judge(path, failures);
-          std::cout << fmt::format("{}: ledger: {}\n", path, j.message);
-          if (!j.ok) {
-            ++ledger_violations;
-            add_junit_error(suite, path, "ledger: " + j.message);
-          }
-        }
-        for (const auto& v : rep.verdicts)
-          std::cout << fmt::format("  {:<8} {:<8} {}\n", v.invariant,
-                                   v.outcome == Outcome::kPass      ? "pass"
-                                   : v.outcome == Outcome::kFail    ? "FAIL"
-                                   : v.outcome == Outcome::kSkip    ? "skip"
-                                   : v.outcome == Outcome::kVacuous ? "vacuous"
-                                                                    : "not-eval",
-                                   v.message);
+        d.rep = supports_fault ? fault_report(*supports_fault, o)
+                               : check_case(*kernel, materialize(r, global_options().max_case_bytes), o);
+        d.rep.baseline.reset();
+        d.repro = repro_replay_command(path, stored_kernel_name(kernel_name)) +
+                  (profile_arg.empty() ? "" : " --profile " + profile_arg);
+        d.recipe = std::move(r);
+        d.kernel_name = kernel_name;
       } catch (const InputError& e) {
-        ++bad;
-        add_junit_error(suite, path, e.what());
-        std::cout << std::flush;
-        std::cerr << "moefuzz: error: " << e.what() << "\n";
+        d.input_error = e.what();
       }
-    }
+      return d;
+    };
+    auto report = [&](uint64_t i, Replayed& d) {
+      if (i >= files.size()) return false;
+      const std::string& path = files[i];
+      if (!d.input_error.empty()) {
+        ++bad;
+        add_junit_error(suite, path, d.input_error);
+        std::cout << std::flush;
+        std::cerr << "moefuzz: error: " << d.input_error << "\n";
+        return true;
+      }
+      const CaseReport& rep = d.rep;
+      add_junit_cases(suite, path, d.kernel_name, rep, d.repro);
+      if (rep.failed()) {
+        ++failed;
+        std::cout << format_failure_report(d.recipe, rep.first_failure(), d.kernel_name, d.repro);
+      } else {
+        std::cout << fmt::format("{}: all {} checks held on kernel {} ({:.2f}s)\n", path, rep.verdicts.size(),
+                                 d.kernel_name, rep.seconds);
+      }
+      if (ledger) {
+        std::vector<std::string> failures;
+        for (const auto& v : rep.verdicts)
+          if (v.failed()) failures.push_back(v.signature());
+        const LedgerJudgement j = ledger->judge(path, failures);
+        std::cout << fmt::format("{}: ledger: {}\n", path, j.message);
+        if (!j.ok) {
+          ++ledger_violations;
+          add_junit_error(suite, path, "ledger: " + j.message);
+        }
+      }
+      for (const auto& v : rep.verdicts)
+        std::cout << fmt::format("  {:<8} {:<8} {}\n", v.invariant,
+                                 v.outcome == Outcome::kPass      ? "pass"
+                                 : v.outcome == Outcome::kFail    ? "FAIL"
+                                 : v.outcome == Outcome::kSkip    ? "skip"
+                                 : v.outcome == Outcome::kVacuous ? "vacuous"
+                                                                  : "not-eval",
+                                 v.message);
+      return true;
+    };
+    const int threads = std::min<int>(jobs > 0 ? jobs : default_jobs(), static_cast<int>(files.size()));
+    run_in_index_order<Replayed>(
+        threads, [](int) {}, replay_one, report);
     if (bad > 0 && files.size() > 1)
       std::cerr << fmt::format("moefuzz replay: {} of {} files could not be replayed\n", bad, files.size());
     if (!junit.empty()) write_junit_file(junit, {suite});

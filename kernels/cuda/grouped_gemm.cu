@@ -504,12 +504,18 @@ __global__ void __launch_bounds__(C::kThreads, 2) grouped_gemm_stream_kernel(Gem
 
 template <class C>
 void launch_stream(const PipelineConfig& cfg, const GemmArgs& args, cudaStream_t s) {
-  static const bool attr_set = [] {
+  // A function attribute belongs to one device's context: set once per device (check -j binds
+  // worker threads to different GPUs, kernels/worker_device.h). Two threads setting it at once on
+  // one device set the same value: harmless.
+  static std::atomic<uint64_t> attr_set_on{0};
+  int device = 0;
+  MOEFUZZ_CUDA_CHECK(cudaGetDevice(&device));
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if ((attr_set_on.load(std::memory_order_acquire) & bit) == 0) {
     MOEFUZZ_CUDA_CHECK(cudaFuncSetAttribute(grouped_gemm_stream_kernel<C>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
-    return true;
-  }();
-  (void)attr_set;
+    attr_set_on.fetch_or(bit, std::memory_order_acq_rel);
+  }
   // Tiles that exist at most: every expert with rows has ceil(count / 16) <= 1 + count / 16 tiles, so
   // min(experts, rows) + rows / 16 bounds num_tiles (read on the device); blocks past the real tiles
   // exit at once, but at decode max_rows / 16 is ~8x the real tiles and empty blocks cost launches.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <mutex>
 
 #include "core/errors.h"
 #include "core/recipe_text.h"
@@ -231,6 +232,10 @@ rc::Gen<CaseRecipe> recipe_for(std::string_view shapes) {
 CaseRecipe sample(const rc::Gen<CaseRecipe>& g, uint64_t seed, uint64_t index, int size) {
   const uint64_t a = mix64(seed), b = mix64(seed ^ 0xA5A5A5A5u), c = mix64(index), d = mix64(index ^ seed);
   const rc::Random random(rc::Random::Key{a, b, c, d});
+  // RapidCheck keeps the generation context (gen::exec's handler) in process-wide statics: one draw
+  // at a time when checks run on several threads (check -j).
+  static std::mutex draw;
+  std::lock_guard<std::mutex> lock(draw);
   return g(random, size).value();
 }
 

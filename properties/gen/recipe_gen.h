@@ -36,6 +36,7 @@ rc::Gen<CaseRecipe> recipe_for(std::string_view shapes);
 
 // Deterministic draw outside a property: case `index` of the stream rooted at `seed`, at RapidCheck
 // size `size` (0..100; larger sizes reach larger shapes).
+// Thread-safe (draws are serialized: RapidCheck's generation context is process-wide).
 CaseRecipe sample(const rc::Gen<CaseRecipe>& g, uint64_t seed, uint64_t index, int size = 50);
 
 }  // namespace moefuzz::gen
