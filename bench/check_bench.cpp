@@ -11,11 +11,17 @@
 // cases) counts as the budget; `killed` says how many of the 5 seeds killed.
 #include <benchmark/benchmark.h>
 
+#include <time.h>
+
 #include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "core/case.h"
+#include "drivers/campaign.h"
 #include "drivers/check_engine.h"
 #include "drivers/kill_matrix.h"
 #include "kernels/registry.h"
@@ -37,11 +43,12 @@ std::vector<Case> case_pool(gen::ShapeClass shapes, const Kernel& k, size_t n) {
 }
 
 void check_throughput(benchmark::State& state, gen::ShapeClass shapes, size_t pool_size,
-                      const char* invariants) {
+                      const char* invariants, bool oracle_reuse = true) {
   const auto k = make_kernel("cpu");
   const std::vector<Case> pool = case_pool(shapes, *k, pool_size);
   CheckOptions o;
   o.invariants = select_invariants(invariants);
+  o.oracle_reuse = oracle_reuse;
   size_t next = 0;
   int64_t failed = 0;
   for (auto _ : state) {
@@ -59,10 +66,63 @@ void BM_Check_S_oracle(benchmark::State& s) { check_throughput(s, gen::ShapeClas
 void BM_Check_S_all(benchmark::State& s) { check_throughput(s, gen::ShapeClass::kSmall, 64, "all"); }
 void BM_Check_M_oracle(benchmark::State& s) { check_throughput(s, gen::ShapeClass::kMedium, 8, "ORACLE"); }
 void BM_Check_M_all(benchmark::State& s) { check_throughput(s, gen::ShapeClass::kMedium, 8, "all"); }
+// The same with every oracle evaluation made afresh (properties/oracle_reuse.h off): the baseline the
+// reuse is measured against, in the same run.
+void BM_Check_S_all_fresh(benchmark::State& s) {
+  check_throughput(s, gen::ShapeClass::kSmall, 64, "all", /*oracle_reuse=*/false);
+}
 BENCHMARK(BM_Check_S_oracle)->Name("BM_Check/S/oracle")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Check_S_all_fresh)->Name("BM_Check/S/all/fresh-oracle")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Check_S_all)->Name("BM_Check/S/all")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Check_M_oracle)->Name("BM_Check/M/oracle")->Iterations(8)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Check_M_all)->Name("BM_Check/M/all")->Iterations(8)->Unit(benchmark::kMillisecond);
+
+// BM_CheckJobs/S/<jobs>: `moefuzz check --shapes small --cases 96 --seed 1 -j <jobs>` on the `cpu`
+// kernel through run_campaign (all cheap invariants): cases/s by the wall clock, and the process's CPU
+// seconds per case (all threads), which a machine shared with other work does not inflate as much.
+void check_jobs(benchmark::State& state) {
+  const int jobs = static_cast<int>(state.range(0));
+  const auto k = make_kernel("cpu");
+  const std::string dir = (std::filesystem::temp_directory_path() / "moefuzz_bench_check_jobs").string();
+  int64_t cases = 0, findings = 0;
+  double wall = 0, cpu = 0;
+  auto process_cpu_seconds = [] {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+  };
+  for (auto _ : state) {
+    std::filesystem::remove_all(dir);
+    CampaignOptions o;
+    o.kernel_name = "cpu";
+    o.cases = 96;
+    o.seed = 1;
+    o.invariants = select_invariants("all");
+    o.out_dir = dir;
+    o.jobs = jobs;
+    o.worker_kernel = [](int) { return make_kernel("cpu"); };
+    std::ostringstream log;
+    const double cpu0 = process_cpu_seconds();
+    const auto t0 = std::chrono::steady_clock::now();
+    const CampaignSummary s = run_campaign(*k, o, log);
+    wall += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    cpu += process_cpu_seconds() - cpu0;
+    cases += s.cases;
+    findings += static_cast<int64_t>(s.findings.size());
+  }
+  std::filesystem::remove_all(dir);
+  state.counters["cases/s"] = static_cast<double>(cases) / wall;
+  state.counters["cpu_ms/case"] = 1000.0 * cpu / static_cast<double>(cases);  // every thread's CPU time
+  state.counters["findings"] = static_cast<double>(findings);  // must stay 0 on the correct kernel
+}
+BENCHMARK(check_jobs)
+    ->Name("BM_CheckJobs/S")
+    ->Arg(1)
+    ->Arg(2)
+    ->Iterations(1)
+    ->MeasureProcessCPUTime()
+    ->UseRealTime()
+    ->Unit(benchmark::kSecond);
 
 constexpr double kKillBudgetSeconds = 60;
 constexpr int64_t kKillBudgetCases = 2000;

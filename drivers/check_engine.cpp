@@ -94,6 +94,7 @@ CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& o
   const auto start = std::chrono::steady_clock::now();
   CaseReport rep;
   CheckContext ctx(kernel, c, options.run, options.profile);
+  ctx.set_oracle_reuse(options.oracle_reuse);
   for (size_t i = 0; i < options.invariants.size(); ++i) {
     const Invariant* inv = options.invariants[i];
     if (interrupt_requested()) throw Interrupted(interrupt_signal());

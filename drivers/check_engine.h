@@ -27,6 +27,9 @@ struct CheckOptions {
   // another name answers "would this kernel be correct under that contract?" (moefuzz check --profile).
   std::string profile;
   bool stop_at_first_failure = false;
+  // Metamorphic invariants take the base case's oracle evaluation instead of a fresh one where it is
+  // the same bit for bit (properties/oracle_reuse.h); off re-evaluates everything (same results).
+  bool oracle_reuse = true;
   // One deadline for the case (a campaign's --time): invariants not started by then are marked
   // not evaluated. A kernel call already running ends by its own isolation timeout.
   std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt;

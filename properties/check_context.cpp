@@ -2,6 +2,7 @@
 
 #include "core/profile.h"
 #include "kernels/canary.h"
+#include "properties/oracle_reuse.h"
 
 namespace moefuzz {
 
@@ -35,7 +36,7 @@ const OracleEvaluation& CheckContext::oracle() {
   return *oracle_;
 }
 
-OracleEvaluation CheckContext::evaluate(const Case& c, const LayerResult& r) const {
+OracleEvaluation CheckContext::evaluate_fresh(const Case& c, const LayerResult& r) const {
   LayerResult decisions_only = r;
   decisions_only.gemm1.reset();
   decisions_only.activation.reset();
@@ -43,9 +44,24 @@ OracleEvaluation CheckContext::evaluate(const Case& c, const LayerResult& r) con
   return moefuzz::evaluate(c, profile_, decisions_only);
 }
 
+OracleEvaluation CheckContext::evaluate(const Case& c, const LayerResult& r) {
+  // The base case itself (a transform that changed nothing: SCALE1 at the recipe's own factor,
+  // WEIGHT1 without shared experts to drop) with the baseline's decisions: the same inputs.
+  // Content by value and by bits (operator== on floats takes -0 for +0).
+  const bool base_case = &c == &case_ || (c == case_ && case_fingerprint(c) == case_fingerprint(case_));
+  if (reuse_ && baseline_ && same_decisions(r, *baseline_) && base_case) return oracle_end_to_end();
+  return evaluate_fresh(c, r);
+}
+
 const OracleEvaluation& CheckContext::oracle_end_to_end() {
-  if (!oracle_end_to_end_) oracle_end_to_end_ = evaluate(case_, baseline());
+  if (reuse_ && full_evaluation_is_decisions_only(oracle(), baseline())) return oracle();
+  if (!oracle_end_to_end_) oracle_end_to_end_ = evaluate_fresh(case_, baseline());
   return *oracle_end_to_end_;
+}
+
+OracleEvaluation CheckContext::evaluate_on_base(const LayerResult& r) {
+  if (reuse_ && same_conditioning(r, baseline())) return oracle();
+  return moefuzz::evaluate(case_, profile_, r);
 }
 
 }  // namespace moefuzz

@@ -51,8 +51,17 @@ class CheckContext {
   const OracleEvaluation& oracle();
   // End-to-end evaluation for metamorphic checks: conditioned on the run's discrete decisions
   // (routing, quantized codes) only, so the output bound covers every rounding from the inputs on.
-  OracleEvaluation evaluate(const Case& c, const LayerResult& r) const;
+  // Taken from oracle_end_to_end() when c is the base case (same content) and r's decisions are the
+  // baseline's, bit for bit: the same inputs (properties/oracle_reuse.h).
+  OracleEvaluation evaluate(const Case& c, const LayerResult& r);
+  // The same as evaluate(base_case(), baseline()), taken from oracle() when that is the same
+  // evaluation (properties/oracle_reuse.h).
   const OracleEvaluation& oracle_end_to_end();
+  // evaluate(base_case(), profile(), r) for another run `r` on the base case (TACTIC): oracle() when
+  // r conditions the oracle as the baseline does, bit for bit; else a fresh evaluation.
+  OracleEvaluation evaluate_on_base(const LayerResult& r);
+  // Off: every evaluation above is made afresh (tests and benchmarks compare; the results are the same).
+  void set_oracle_reuse(bool on) { reuse_ = on; }
   // Hands the baseline run over (when an invariant computed it) so a caller that needs the run as
   // well - a fuzz target - does not run the kernel again. The context must not be used afterwards.
   std::optional<LayerResult> take_baseline() { return std::move(baseline_); }
@@ -67,6 +76,8 @@ class CheckContext {
   std::string baseline_fault_;
   std::optional<OracleEvaluation> oracle_;
   std::optional<OracleEvaluation> oracle_end_to_end_;
+  bool reuse_ = true;
+  OracleEvaluation evaluate_fresh(const Case& c, const LayerResult& r) const;
 };
 
 struct Invariant {

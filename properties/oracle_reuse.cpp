@@ -1,0 +1,44 @@
+#include "properties/oracle_reuse.h"
+
+#include <cstring>
+#include <optional>
+#include <vector>
+
+namespace moefuzz {
+namespace {
+
+template <class T>
+bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
+}
+
+template <class T>
+bool same_bits(const std::optional<std::vector<T>>& a, const std::optional<std::vector<T>>& b) {
+  return a.has_value() == b.has_value() && (!a || same_bits(*a, *b));
+}
+
+bool same_codes(const std::optional<QuantizedRows>& a, const std::optional<QuantizedRows>& b) {
+  if (a.has_value() != b.has_value()) return false;
+  if (!a) return true;
+  return a->rows == b->rows && a->cols == b->cols && same_bits(a->packed, b->packed) &&
+         same_bits(a->scales, b->scales);
+}
+
+}  // namespace
+
+bool same_decisions(const LayerResult& a, const LayerResult& b) {
+  return a.routing.tokens == b.routing.tokens && a.routing.slots == b.routing.slots &&
+         same_bits(a.routing.ids, b.routing.ids) && same_bits(a.routing.weights, b.routing.weights) &&
+         same_codes(a.fc1_input, b.fc1_input) && same_codes(a.fc2_input, b.fc2_input);
+}
+
+bool same_conditioning(const LayerResult& a, const LayerResult& b) {
+  return same_decisions(a, b) && same_bits(a.gemm1, b.gemm1) && same_bits(a.activation, b.activation);
+}
+
+bool full_evaluation_is_decisions_only(const OracleEvaluation& full, const LayerResult& r) {
+  // oracles/oracle.cpp reads GEMM1/activation values only after a failed admission (first_broken_stage).
+  return !full.admissibility.failed() || (!r.gemm1 && !r.activation);
+}
+
+}  // namespace moefuzz

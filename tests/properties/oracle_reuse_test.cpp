@@ -1,0 +1,125 @@
+// Oracle reuse (properties/oracle_reuse.h, CheckContext): wherever a metamorphic invariant takes the
+// base case's oracle evaluation instead of a fresh one, the two are the same bit for bit - every
+// stage's expected values and bounds, and the admissibility verdict. (GSCALE's rescaled case is not
+// reused: its expected values equal the base case's, but its GEMM1/activation/GEMM2/output bounds
+// differ in the last bits on ~1 case in 10 of this sweep, so the fresh evaluation stays.) A sweep over
+// generated cases of every routing mode the generators draw, small and medium shapes, on the `cpu` kernel and
+// mutants whose decisions differ from the ideal ones (there the fresh evaluation must be taken, and is).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+
+#include "core/case.h"
+#include "kernels/registry.h"
+#include "properties/case_transforms.h"
+#include "properties/gen/recipe_gen.h"
+#include "properties/invariant.h"
+#include "properties/oracle_reuse.h"
+
+namespace moefuzz {
+namespace {
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
+}
+
+// Equal bit for bit: admissibility (outcome, rule, stage, message) and every stage.
+void expect_identical(const OracleEvaluation& mapped, const OracleEvaluation& fresh,
+                      const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(mapped.admissibility.outcome, fresh.admissibility.outcome);
+  EXPECT_EQ(mapped.admissibility.invariant, fresh.admissibility.invariant);
+  EXPECT_EQ(mapped.admissibility.stage, fresh.admissibility.stage);
+  EXPECT_EQ(mapped.admissibility.message, fresh.admissibility.message);
+  ASSERT_EQ(mapped.stages.size(), fresh.stages.size());
+  for (size_t i = 0; i < mapped.stages.size(); ++i) {
+    const StageExpectation &a = mapped.stages[i], &b = fresh.stages[i];
+    EXPECT_EQ(a.stage, b.stage);
+    EXPECT_EQ(a.rows, b.rows);
+    EXPECT_EQ(a.cols, b.cols);
+    EXPECT_TRUE(same_bits(a.expected, b.expected)) << a.stage << ": expected values differ";
+    EXPECT_TRUE(same_bits(a.bound, b.bound)) << a.stage << ": bounds differ";
+  }
+}
+
+LayerResult decisions_only(LayerResult r) {
+  r.gemm1.reset();
+  r.activation.reset();
+  r.gemm2.reset();
+  return r;
+}
+
+struct Counts {
+  std::map<std::string, int64_t> reused, fresh;
+};
+
+void sweep_case(const Kernel& k, const Case& c, Counts& n) {
+  CheckContext ctx(k, c);
+  const LayerResult& base = ctx.baseline();
+  const Profile& p = ctx.profile();
+  // The end-to-end evaluation of the base run, taken from oracle() where that is the same.
+  {
+    const bool reused = full_evaluation_is_decisions_only(ctx.oracle(), base);
+    ++(reused ? n.reused : n.fresh)["end-to-end"];
+    expect_identical(ctx.oracle_end_to_end(), evaluate(c, p, decisions_only(base)), "end-to-end");
+  }
+  // The base case's content again (SCALE1 at the recipe's own factor, WEIGHT1 without shared experts
+  // when there are none): the baseline's evaluation when the decisions agree.
+  {
+    const Case same = c;
+    const LayerResult r = ctx.run(same);
+    ++(same_decisions(r, base) ? n.reused : n.fresh)["identity"];
+    expect_identical(ctx.evaluate(same, r), evaluate(c, p, decisions_only(r)), "identity");
+  }
+  // TACTIC: every other tactic's run.
+  for (int t = 0; t < k.claims().tactics; ++t) {
+    RunOptions o;
+    o.tactic = t;
+    const LayerResult r = ctx.run(c, &o);
+    ++(same_conditioning(r, base) ? n.reused : n.fresh)["TACTIC"];
+    expect_identical(ctx.evaluate_on_base(r), evaluate(c, p, r), "TACTIC " + std::to_string(t));
+  }
+}
+
+void sweep(const std::string& kernel_name, const std::string& shapes, uint64_t cases, Counts& n) {
+  const auto k = make_kernel(kernel_name);
+  const rc::Gen<CaseRecipe> g = gen::recipe_for(shapes);
+  std::set<int> modes;
+  uint64_t done = 0;
+  for (uint64_t index = 0; done < cases && index < 20 * cases; ++index) {
+    CaseRecipe r = gen::sample(g, /*seed=*/17, index, static_cast<int>(std::min<uint64_t>(100, index)));
+    r.profile = k->profile();
+    if (!validate(r).empty() || !k->supports(r).empty()) continue;
+    SCOPED_TRACE(kernel_name + " " + shapes + " case " + std::to_string(index));
+    modes.insert(static_cast<int>(r.routing.mode));
+    sweep_case(*k, materialize(r), n);
+    ++done;
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  EXPECT_EQ(done, cases) << kernel_name << " supports too few drawn recipes";
+  if (cases >= 50) {
+    EXPECT_GE(modes.size(), 3u) << "the sweep must cover several routing modes";
+  }
+}
+
+TEST(OracleReuse, MappedEvaluationsEqualFreshOnesBitForBit) {
+  Counts n;
+  sweep("cpu", "small", 300, n);
+  sweep("cpu", "medium", 3, n);
+  // Mutants whose decisions or values differ: the fresh evaluation is taken there, and must be.
+  sweep("mutant/e2m1-ties-away", "small", 40, n);
+  sweep("mutant/tactic1-block-scale", "small", 40, n);
+  for (const char* what : {"end-to-end", "identity", "TACTIC"}) {
+    std::cout << what << ": " << n.reused[what] << " reused, " << n.fresh[what] << " re-evaluated\n";
+    EXPECT_GT(n.reused[what], 100) << what << ": the sweep must exercise the reuse";
+  }
+  EXPECT_GT(n.fresh["TACTIC"], 0) << "the mutants' differing runs must take the fresh path";
+}
+
+}  // namespace
+}  // namespace moefuzz
