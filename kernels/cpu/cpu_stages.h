@@ -56,17 +56,24 @@ struct CpuDeviation {
   bool expert0_weight_scales = false;      // Z12: every expert reads expert 0's block scales
   bool bf16_truncated_products =
       false;  // Z13: output bf16 conversion `(bits + 0x7FFF) >> 16` (ties toward zero)
-  bool nibble_order_swapped = false;    // format: quantizer packs element 0 in the HIGH nibble
-  bool e4m3_truncate = false;           // format: E4M3 block scale truncated instead of RNE
-  bool e2m1_ties_away = false;          // format: E2M1 ties rounded away from zero
-  bool e4m3_no_saturation = false;      // format: block scale > 448 becomes NaN (no satfinite)
-  bool negative_zero_nonzero = false;   // format: code 0x8 decoded as -0.5 instead of -0
-  bool accumulate_into_output = false;  // CANARY: adds into the output buffer without clearing it
-  bool writes_input = false;            // CANARY: writes the quantized activations back into hidden
-  bool int32_expert_offset = false;     // Z7: flat weight arena indexed by int32 `e * stride` bytes
-  bool weight_applied_twice = false;    // WEIGHT1: w in the GEMM2 epilogue AND in the weighted sum
-  bool dynamic_act_scale = false;       // BATCH: FC1 input global scale from the batch's amax
-  bool tactic1_group_scale = false;     // TACTIC: tactic 1 uses its K tile's first block scale for all 4
+  bool nibble_order_swapped = false;       // format: quantizer packs element 0 in the HIGH nibble
+  bool e4m3_truncate = false;              // format: E4M3 block scale truncated instead of RNE
+  bool e2m1_ties_away = false;             // format: E2M1 ties rounded away from zero
+  bool e4m3_no_saturation = false;         // format: block scale > 448 becomes NaN (no satfinite)
+  bool negative_zero_nonzero = false;      // format: code 0x8 decoded as -0.5 instead of -0
+  bool accumulate_into_output = false;     // CANARY: adds into the output buffer without clearing it
+  bool writes_input = false;               // CANARY: writes the quantized activations back into hidden
+  bool int32_expert_offset = false;        // Z7: flat weight arena indexed by int32 `e * stride` bytes
+  bool weight_applied_twice = false;       // WEIGHT1: w in the GEMM2 epilogue AND in the weighted sum
+  bool dynamic_act_scale = false;          // BATCH: FC1 input global scale from the batch's amax
+  bool tactic1_group_scale = false;        // TACTIC: tactic 1 uses its K tile's first block scale for all 4
+  bool fp16_softmax_no_max = false;        // SHIFT: softmax exp(x) of raw logits in fp16 (no max subtraction)
+  bool weight_twice_unnormalized = false;  // WEIGHT1: renormalize=false path applies the probability twice
+  bool autotune_switch = false;            // REPEAT: a shape's third call switches to the tuned tactic 1
+  bool bf16_accumulator_default = false;   // ORACLE: tactic 0 keeps its GEMM accumulator in bf16
+  bool down_swizzle_tail_transposed = false;  // PAD: Z10 on w2 only (H rows not a multiple of 128)
+  bool down_global_twice = false;             // GSCALE: w2's global dequant scale multiplied twice
+  bool last_expert_neighbour_down = false;    // PERM: the last expert's w2 read from expert E-2
 };
 
 // Everything a stage needs to know, as plain data (derived once per run).
