@@ -1,6 +1,8 @@
 #include "drivers/baseline_checkers.h"
 
 #include <cmath>
+#include <memory>
+#include <string>
 
 #include "core/case.h"
 #include "core/profile.h"
@@ -38,11 +40,22 @@ const GridShape kGrid[] = {
     {64, 128, 256, 40, 8, RoutingMode::kSigmoidGrouped},
 };
 
+// The correct built-in kernel that claims `profile` (its decisions condition the reference), else `cpu`:
+// a user's kernel is judged against the contract it claims, like the zoo against `cpu`'s.
+std::unique_ptr<Kernel> reference_for(const std::string& profile) {
+  for (const KernelEntry& e : kernel_registry()) {
+    if (e.kind != KernelKind::kBuiltin) continue;
+    auto k = e.make();
+    if (!k->is_mutant() && k->profile() == profile) return k;
+  }
+  return make_kernel("cpu");
+}
+
 }  // namespace
 
 BaselineResult run_baselines(const Kernel& kernel, uint64_t seed) {
   BaselineResult res;
-  const auto reference_kernel = make_kernel("cpu");
+  const auto reference_kernel = reference_for(kernel.profile());
   const Profile& profile = profile_by_name(reference_kernel->profile());
   for (const GridShape& g : kGrid) {
     for (int n = 0; n < 10; ++n) {
@@ -59,7 +72,7 @@ BaselineResult run_baselines(const Kernel& kernel, uint64_t seed) {
       r.routing.mode = g.mode;
       r.routing.routed_scaling_factor = g.mode == RoutingMode::kSigmoidGrouped ? 2.5 : 1.0;
       r.values = ValueProfile{};  // tame: normal logits, small bias, calibrated scales
-      if (!kernel.supports(r).empty()) continue;
+      if (!kernel.supports(r).empty() || !reference_kernel->supports(r).empty()) continue;
       const Case c = materialize(r);
       const LayerResult ref_run = run_guarded(*reference_kernel, c, RunOptions{}).result;
       const OracleEvaluation ev = evaluate(c, profile, ref_run);

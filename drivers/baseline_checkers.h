@@ -4,7 +4,9 @@
 //   allclose        torch.allclose(out, ref, atol=1e-2, rtol=1e-2) on 10 random-normal cases per
 //                   shape of a vLLM-like grid (tame inputs: normal logits, small positive bias)
 //   check_accuracy  TensorRT-LLM's check_accuracy(out, ref, atol=0.1, rtol=0.85, percent=0.925)
-// The reference is the oracle conditioned on the correct `cpu` kernel's decisions.
+// The reference is the oracle conditioned on the decisions of the correct built-in kernel claiming the
+// tested kernel's profile (`cpu` for the zoo and for profiles no built-in claims). Any kernel can be
+// scored: the zoo, a plugin .so or a py: kernel (`moefuzz mutants --mutant PATH --baselines`).
 //
 // Example:
 //   moefuzz::BaselineResult b = moefuzz::run_baselines(*mutant);

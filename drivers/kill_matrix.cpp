@@ -22,6 +22,7 @@ double since(std::chrono::steady_clock::time_point t) {
 }
 
 bool all_declared_killed(const MutantRow& row) {
+  if (row.expected.empty()) return row.killed_as_declared();  // a user kernel: its first kill ends it
   for (const auto& inv : row.expected) {
     auto it = row.kills.find(inv);
     if (it == row.kills.end() || it->second.cases < 0) return false;
@@ -52,6 +53,15 @@ void set_grouped(CaseRecipe& r) {
   r.shape.top_k = 4;
 }
 
+// Z3's corner: one selected group of four; negative biased scores next to positive ones, so a group
+// masked with 0 beats the selected group's negatives and the top-k spans two groups.
+void set_group_mask_corner(CaseRecipe& r, uint64_t v) {
+  set_grouped(r);
+  r.shape.topk_group = 1;
+  r.values.logits = v % 2 == 0 ? LogitProfile::kNormal : LogitProfile::kAllNegative;
+  r.values.bias = BiasProfile::kNegative;
+}
+
 // The focus of invariant `code`, variant `v` (several where the domain has distinct corners).
 CaseRecipe focus_on(const std::string& code, uint64_t v, CaseRecipe r) {
   if (code == "STRUCT") {
@@ -60,12 +70,7 @@ CaseRecipe focus_on(const std::string& code, uint64_t v, CaseRecipe r) {
       r.routing.renormalize = false;
       return r;
     }
-    // Z3: one selected group of four; negative biased scores next to positive ones, so a group masked
-    // with 0 beats the selected group's negatives and the top-k spans two groups.
-    set_grouped(r);
-    r.shape.topk_group = 1;
-    r.values.logits = v % 3 == 0 ? LogitProfile::kNormal : LogitProfile::kAllNegative;
-    r.values.bias = BiasProfile::kNegative;
+    set_group_mask_corner(r, v % 3 == 0 ? 0 : 1);  // Z3 (selected groups)
   } else if (code == "FINITE") {
     set_grouped(r);  // Z5: underflowing sigmoids pulled into the top-k by a dominant bias
     r.routing.renormalize = true;
@@ -86,11 +91,27 @@ CaseRecipe focus_on(const std::string& code, uint64_t v, CaseRecipe r) {
       const double planted[] = {6, 0.25, 1.25, 2.5, 5, -0.25, -1.25, -2.5, -5};
       for (int64_t j = 0; j < 16; ++j)
         r.edits.push_back(Edit{"hidden", {t, 16 + j}, j < 9 ? planted[j] / kThresholdsA1Scale : 0.0});
+    } else {  // routing decisions the oracle must reject: Z3's group-mask corner (an inadmissible set)
+      set_group_mask_corner(r, v / 2);
     }
   } else if (code == "WEIGHT1" || code == "SHIFT" || code == "PARAM") {
     set_softmax(r);
     r.routing.renormalize = false;
     r.values.logits = LogitProfile::kNormal;
+    if (code == "SHIFT") {
+      // Logits on a 2^-6 grid in [-3, 3]: every +-8 shift is then exact, so SHIFT compares instead of
+      // skipping (drawn fp32 logits rarely survive x + 8 exactly). Planted as edits, like ORACLE's ties.
+      r.shape.tokens = std::min<int64_t>(r.shape.tokens, 8);
+      r.shape.experts = std::min<int64_t>(r.shape.experts, 32);
+      r.shape.top_k = std::min(r.shape.top_k, r.shape.experts - 1);
+      for (int64_t t = 0; t < r.shape.tokens; ++t)
+        for (int64_t e = 0; e < r.shape.experts; ++e) {
+          const uint64_t h =
+              (r.seed ^ v) * 0x9E3779B97F4A7C15u + static_cast<uint64_t>(t * 131 + e) * 0xBF58476D1CE4E5B9u;
+          r.edits.push_back(
+              Edit{"logits", {t, e}, static_cast<double>(static_cast<int64_t>((h >> 33) % 385) - 192) / 64});
+        }
+    }
   } else if (code == "DUP") {
     r.routing.mode = RoutingMode::kHash;
     r.routing.hash_score = ScoreFunc::kSqrtSoftplus;
@@ -107,10 +128,13 @@ CaseRecipe focus_on(const std::string& code, uint64_t v, CaseRecipe r) {
     r.values.weights = WeightProfile::kExpertSpread;
   } else if (code == "BATCH") {  // tokens of different magnitude: the batch's amax depends on who is in it
     r.shape.tokens = std::max<int64_t>(r.shape.tokens, 4);
+    // K of several 16-element blocks in both GEMMs, so a batch-dependent summation order shows.
+    r.shape.hidden = std::max<int64_t>(r.shape.hidden, 64);
+    r.shape.inter = std::max<int64_t>(r.shape.inter, 64);
     r.values.hidden = HiddenProfile::kTokenSpread;
     r.quant.activations = ActivationFormat::kNvfp4;
-  } else if (code == "TACTIC") {  // K of several 64-wide tiles in both GEMMs
-    r.shape.hidden = 128;
+  } else if (code == "TACTIC" || code == "REPEAT") {  // K of several 64-wide tiles in both GEMMs (the
+    r.shape.hidden = 128;                             // tactics' summation orders then differ)
     r.shape.inter = 64;
   } else if (code ==
              "DRIFT") {  // two slots per token: sums of two bf16 terms, often exact ties (SPEC.md §3.6)
@@ -133,6 +157,8 @@ CaseRecipe campaign_case(const rc::Gen<CaseRecipe>& gen, uint64_t seed, uint64_t
 }  // namespace
 
 bool MutantRow::killed_as_declared() const {
+  if (expected.empty())  // a kernel that declares nothing (a C plugin): any invariant's kill counts
+    return std::any_of(kills.begin(), kills.end(), [](const auto& k) { return k.second.cases >= 0; });
   for (const auto& inv : expected) {
     auto it = kills.find(inv);
     if (it != kills.end() && it->second.cases >= 0) return true;

@@ -34,7 +34,8 @@ struct MutantRow {
   std::map<std::string, KillCell> kills;  // by invariant code
   int64_t cases = 0;
   double seconds = 0;
-  bool killed_as_declared() const;        // some declared invariant killed it
+  // Some declared invariant killed it; a kernel that declares none (a C plugin): any invariant did.
+  bool killed_as_declared() const;
   std::string first_killer;               // "" when nothing killed it
   std::map<std::string, bool> baselines;  // upstream-style checkers: caught?
 };

@@ -1,6 +1,7 @@
-// moefuzz mutants [--time S] [--cases N] [--seed S] [--mutant NAME]... [--baselines] [--json FILE]:
-// the kill matrix (mutant x invariant: cases and seconds to kill) and the correct kernels'
-// false-positive sweep. Exit 1 unless the matrix is green.
+// moefuzz mutants [--time S] [--cases N] [--seed S] [--mutant NAME|PATH|py:M:A]... [--baselines]
+// [--json FILE]: the kill matrix (mutant x invariant: cases and seconds to kill) and the correct
+// kernels' false-positive sweep. Exit 1 unless the matrix is green. --mutant also takes the user's own
+// kernels (a plugin .so, a py: kernel), scored like the zoo, with --baselines as well.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -26,7 +27,8 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--time", o.seconds_per_mutant, "Seconds per mutant")->capture_default_str();
   cmd->add_option("--cases", o.max_cases_per_mutant, "Cases per mutant at most")->capture_default_str();
   cmd->add_option("--seed", o.seed, "Root seed")->capture_default_str();
-  cmd->add_option("--mutant", o.mutants, "Only these mutants (repeatable)");
+  cmd->add_option("--mutant", o.mutants,
+                  "Only these mutants (repeatable): a registry mutant, a plugin .so path or py:MODULE:ATTR");
   cmd->add_option("--correct-cases", o.correct_cases, "False-positive sweep cases per correct kernel")
       ->capture_default_str();
   cmd->add_flag("--baselines", o.baselines, "Also apply upstream-style checkers (allclose, check_accuracy)");
@@ -38,17 +40,21 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
                   "Write JUnit XML here: one test case per mutant, invariant and correct kernel");
   cmd->callback([&exit_code] {
     // An unknown --mutant would silently select nothing: name it and exit 2 like every bad input.
-    // A plugin path or py: kernel is loaded (InputError if it cannot be) and must declare what kills it.
+    // A plugin path or py: kernel is loaded (InputError if it cannot be); one that declares no
+    // expected killers (a C plugin cannot) counts as killed by whichever invariant kills it first.
+    // A correct registry kernel is refused: it belongs to the false-positive sweep, not the zoo.
     for (const auto& name : o.mutants) {
       const auto& reg = kernel_registry();
-      if (std::any_of(reg.begin(), reg.end(),
-                      [&](const KernelEntry& e) { return e.name == name && e.kind == KernelKind::kMutant; }))
+      const auto entry =
+          std::find_if(reg.begin(), reg.end(), [&](const KernelEntry& e) { return e.name == name; });
+      if (entry == reg.end()) {
+        (void)make_kernel(name);
         continue;
-      if (std::any_of(reg.begin(), reg.end(), [&](const KernelEntry& e) { return e.name == name; }) ||
-          make_kernel(name)->expected_killers().empty())
+      }
+      if (entry->kind != KernelKind::kMutant && entry->make()->expected_killers().empty())
         throw InputError(fmt::format(
-            "--mutant: '{}' is not a mutant (a registry mutant, or a plugin / py: kernel that declares the "
-            "invariants expected to kill it)",
+            "--mutant: '{}' is a correct registry kernel, not a mutant (give a registry mutant, a plugin "
+            "path or a py:MODULE:ATTR kernel)",
             name));
     }
     if (!json.empty()) check_output_file(json);  // before the matrix: a bad path costs nothing

@@ -69,6 +69,12 @@ void cpu_combine(std::span<const float> gemm2, const RoutingDecision& route, std
           // WEIGHT1 mutant: the GEMM2 epilogue already multiplied w (SGLang MUL_ROUTED_WEIGHT, a bf16
           // store) and the weighted sum-reduce multiplies it again.
           if (cfg.dev.weight_applied_twice) y = round_to_bf16(w * y);
+          // WEIGHT1 mutant, the softmax top-k's renormalize=false path only (where Z4 lived too): the
+          // GEMM2 epilogue multiplies the top-k probability before the routed scale (w / rsf) and the
+          // sum-reduce the scaled weight again - quadratic in the weight, linear in rsf (SCALE1 holds).
+          if (cfg.dev.weight_twice_unnormalized && cfg.mode == RoutingMode::kSoftmax && !cfg.renormalize &&
+              route.ids[t * S + s] < cfg.experts)
+            y = round_to_bf16((cfg.topk_applies_rsf ? w / cfg.rsf : w) * y);
           float term;
           switch (cfg.combine) {
             case CombineAccum::kBf16Products:

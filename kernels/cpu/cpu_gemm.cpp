@@ -108,6 +108,10 @@ void dot_tile(const ActRow& a, const WeightTile& w, int64_t K, int64_t nt, const
     }
     // Tactic 0: part is the single block term (0 + term is exact), so this is acc += term.
     for (int64_t n = 0; n < nt; ++n) acc[n] += part[n];
+    // ORACLE mutant: the default tactic holds its accumulator in bf16 registers (a bf16 conversion
+    // where fp32 accumulation is meant); the other tactic is correct, so TACTIC passes.
+    if (cfg.dev.bf16_accumulator_default && cfg.tactic == 0)
+      for (int64_t n = 0; n < nt; ++n) acc[n] = round_to_bf16(acc[n]);
   }
 }
 
@@ -228,18 +232,27 @@ std::vector<float> cpu_gemm2(const Case& c, const RoutingDecision& route,
   std::vector<float> out(static_cast<size_t>(rows * H), 0.0f);
   const Lut lut(cfg.dev.negative_zero_nonzero);
   const auto by_expert = rows_by_expert(route, total, cfg);
+  // PAD mutant: Z10's transposed tail tile on the down projection only (its H rows).
+  CpuConfig down_cfg = cfg;
+  down_cfg.dev.swizzle_tail_transposed =
+      cfg.dev.swizzle_tail_transposed || cfg.dev.down_swizzle_tail_transposed;
   parallel_for(total, cfg.threads, [&](int64_t e) {
     if (by_expert[e].empty()) return;
-    const ExpertWeights& ew = c.experts[e];
-    const ExpertWeights& scale_src = c.experts[cfg.dev.expert0_weight_scales ? 0 : e];
-    const ExpertWeights& packed_src = c.experts[expert_read(cfg, IndexProduct::kExpertW2, e, c)];
-    const float alpha = (fc2_input ? act_dequant_scale(c.a2_scale, e) : 1.0f) * ew.down.global_dequant;
+    // PERM mutant: an off-by-one in the per-expert w2 pointer table - the routed experts' last one
+    // (E - 1) reads expert E - 2's whole down projection (weights, block and global scales).
+    const int64_t src = cfg.dev.last_expert_neighbour_down && e == cfg.experts - 1 && e > 0 ? e - 1 : e;
+    const ExpertWeights& ew = c.experts[src];
+    const ExpertWeights& scale_src = c.experts[cfg.dev.expert0_weight_scales ? 0 : src];
+    const ExpertWeights& packed_src =
+        src != e ? ew : c.experts[expert_read(cfg, IndexProduct::kExpertW2, e, c)];
+    float alpha = (fc2_input ? act_dequant_scale(c.a2_scale, e) : 1.0f) * ew.down.global_dequant;
+    if (cfg.dev.down_global_twice) alpha *= ew.down.global_dequant;  // GSCALE mutant: applied twice
     auto load = [&](int64_t r, ActRow& a) {
       load_act_row(fc2_input, fc2_input ? nullptr : activation.data() + r * I, r, I, IndexProduct::kFc2Input,
                    cfg, lut, a);
     };
     expert_matmul(by_expert[e], packed_src.down, scale_src.down, alpha, load, IndexProduct::kGemm2Out, H, 0,
-                  cfg.bf16_after_gemm2, cfg, lut, out);
+                  cfg.bf16_after_gemm2, down_cfg, lut, out);
   });
   return out;
 }

@@ -9,8 +9,11 @@
 //   moefuzz::cpu::CpuKernel k(std::move(s));
 //   moefuzz::LayerResult r;
 //   k.run_layer(c, {.tactic = 1, .threads = 2}, r);
+#include <array>
 #include <atomic>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -49,6 +52,10 @@ class CpuKernel : public Kernel {
  private:
   Spec spec_;
   mutable std::atomic<int64_t> runs_{0};  // run_index for the racy-combine mutant
+  // Calls per shape for the autotune-switch mutant (REPEAT): its "autotuner" profiles a shape on the
+  // first two calls and switches to the tuned tactic from the third on.
+  mutable std::mutex tuned_mu_;
+  mutable std::map<std::array<int64_t, 6>, int64_t> shape_calls_;
 };
 
 }  // namespace moefuzz::cpu

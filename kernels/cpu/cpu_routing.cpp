@@ -10,6 +10,7 @@
 #include "core/bf16.h"
 #include "core/errors.h"
 #include "kernels/cpu/cpu_stages.h"
+#include "kernels/cpu/deviation_hooks.h"
 
 namespace moefuzz::cpu {
 namespace {
@@ -40,6 +41,23 @@ void softmax(const float* x, int64_t n, float* p) {
   for (int64_t i = 0; i < n; ++i) sum += (p[i] = std::exp(x[i] - m));
   const float inv = 1.0f / sum;  // sgl-kernel topk_softmax: reciprocal-multiply
   for (int64_t i = 0; i < n; ++i) p[i] *= inv;
+}
+
+// SHIFT mutant: a half-precision softmax without max subtraction (exp of the raw logit in fp16, the
+// sum and reciprocal in fp32). Shift-variant twice over: the fp16 precision of x and exp(x) depends on
+// where the logits sit, and exp overflows to inf (NaN weights) once a logit passes 11.09.
+void softmax_fp16_no_max(const float* x, int64_t n, float* p) {
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) sum += (p[i] = round_to_fp16(std::exp(round_to_fp16(x[i]))));
+  const float inv = 1.0f / sum;
+  for (int64_t i = 0; i < n; ++i) p[i] *= inv;
+}
+
+void route_softmax(const float* x, int64_t n, float* p, const CpuConfig& cfg) {
+  if (cfg.dev.fp16_softmax_no_max)
+    softmax_fp16_no_max(x, n, p);
+  else
+    softmax(x, n, p);
 }
 
 // Grouped selection on biased scores sb (SPEC.md §2.1): group score = sum of its top-2 (with bias) or
@@ -91,7 +109,7 @@ RoutingDecision cpu_route(const Case& c, const CpuConfig& cfg) {
     float* w = out.weights.data() + t * slots;
     switch (cfg.mode) {
       case RoutingMode::kSoftmax:
-        softmax(x, E, score.data());
+        route_softmax(x, E, score.data(), cfg);
         select = score;
         break;
       case RoutingMode::kSigmoidGrouped:
@@ -105,7 +123,7 @@ RoutingDecision cpu_route(const Case& c, const CpuConfig& cfg) {
         break;
       case RoutingMode::kHash:
         if (cfg.hash_score == ScoreFunc::kSoftmax)
-          softmax(x, E, score.data());
+          route_softmax(x, E, score.data(), cfg);
         else
           for (int64_t i = 0; i < E; ++i)
             score[i] = cfg.hash_score == ScoreFunc::kSigmoid ? sigmoid(x[i]) : sqrt_softplus(x[i]);

@@ -65,9 +65,16 @@ struct CpuDeviation {
   bool writes_input = false;            // CANARY: writes the quantized activations back into hidden
   // Z7 / OVF: the width each index product (core/index_products.h) is formed in; all 64-bit here.
   IndexWidths index_widths{};
-  bool weight_applied_twice = false;  // WEIGHT1: w in the GEMM2 epilogue AND in the weighted sum
-  bool dynamic_act_scale = false;     // BATCH: FC1 input global scale from the batch's amax
-  bool tactic1_group_scale = false;   // TACTIC: tactic 1 uses its K tile's first block scale for all 4
+  bool weight_applied_twice = false;       // WEIGHT1: w in the GEMM2 epilogue AND in the weighted sum
+  bool dynamic_act_scale = false;          // BATCH: FC1 input global scale from the batch's amax
+  bool tactic1_group_scale = false;        // TACTIC: tactic 1 uses its K tile's first block scale for all 4
+  bool fp16_softmax_no_max = false;        // SHIFT: softmax exp(x) of raw logits in fp16 (no max subtraction)
+  bool weight_twice_unnormalized = false;  // WEIGHT1: renormalize=false path applies the probability twice
+  bool autotune_switch = false;            // REPEAT: a shape's third call switches to the tuned tactic 1
+  bool bf16_accumulator_default = false;   // ORACLE: tactic 0 keeps its GEMM accumulator in bf16
+  bool down_swizzle_tail_transposed = false;  // PAD: Z10 on w2 only (H rows not a multiple of 128)
+  bool down_global_twice = false;             // GSCALE: w2's global dequant scale multiplied twice
+  bool last_expert_neighbour_down = false;    // PERM: the last expert's w2 read from expert E-2
 };
 
 // Everything a stage needs to know, as plain data (derived once per run).

@@ -29,4 +29,16 @@ inline float dynamic_batch_act_scale(const std::vector<uint16_t>& hidden) {
   return amax > 0 ? 448.0f * 6.0f / amax : 0.0f;
 }
 
+// SHIFT mutant: x rounded to IEEE fp16 (11 significant bits, round to nearest even, subnormals down to
+// 2^-24, overflow to inf), as a half-precision register would hold it.
+inline float round_to_fp16(float x) {
+  if (!std::isfinite(x) || x == 0.0f) return x;
+  const float a = std::fabs(x);
+  if (a >= 65520.0f) return std::copysign(INFINITY, x);  // rounds past fp16's max 65504
+  int e = 0;
+  (void)std::frexp(a, &e);                    // a in [2^(e-1), 2^e)
+  const int quantum = std::max(e - 11, -24);  // 10 stored bits below the leading one; subnormal floor
+  return std::copysign(std::ldexp(std::nearbyint(std::ldexp(a, -quantum)), quantum), x);
+}
+
 }  // namespace moefuzz::cpu

@@ -15,6 +15,14 @@ void add_combine_mutants(std::vector<KernelEntry>& out) {
                              "WEIGHT1: router weight applied in the GEMM2 epilogue and again in the combine",
                              {"WEIGHT1", "SCALE1", "ORACLE"},
                              [](cpu::CpuConfig& c) { c.dev.weight_applied_twice = true; }));
+  // WEIGHT1 class in the branch Z4 lived in (SGLang #35160: renormalize=false handled apart): on the
+  // softmax top-k's renormalize=false path the GEMM2 epilogue multiplies the top-k probability (before
+  // the routed scale) and the sum-reduce the scaled weight again. Quadratic in the router weight, still
+  // linear in routed_scaling_factor, so SCALE1 holds and only the weight's own linearity breaks.
+  out.push_back(mutant_entry(
+      "mutant/weight-twice-unnormalized",
+      "WEIGHT1: renormalize=false path multiplies the probability in the GEMM2 epilogue and the combine",
+      {"WEIGHT1", "ORACLE"}, [](cpu::CpuConfig& c) { c.dev.weight_twice_unnormalized = true; }));
   // BUGZOO Z13 (seed scenario: a bf16 conversion where the contract means something else): the
   // output's fp32 -> bf16 conversions written by hand as `(bits + 0x7FFF) >> 16`, which rounds exact
   // ties toward zero instead of to even. Ties are frequent (sums of bf16 products), every single

@@ -31,6 +31,13 @@ void add_routing_mutants(std::vector<KernelEntry>& out) {
   out.push_back(mutant_entry("mutant/z8-duplicate-id-dropped",
                              "BUGZOO Z8: repeated expert id in a token's row dropped", {"DUP"},
                              [](cpu::CpuConfig& c) { c.dev.duplicate_id_drops_slot = true; }));
+  // SHIFT class (BUGZOO "tame inputs": routers tested on logits near 0): softmax evaluated in half
+  // precision on the raw logits, without subtracting the row max. Mathematically shift-invariant, in
+  // fp16 it is not: the precision of x and exp(x) depends on where the logits sit (weights off by
+  // ~2^-9 after a +8 shift) and exp overflows past 11.09 (inf / inf = NaN weights).
+  out.push_back(mutant_entry(
+      "mutant/softmax-fp16-no-max", "SHIFT: softmax as fp16 exp of the raw logits (no max subtraction)",
+      {"SHIFT", "ORACLE"}, [](cpu::CpuConfig& c) { c.dev.fp16_softmax_no_max = true; }));
 }
 
 }  // namespace moefuzz::mutants

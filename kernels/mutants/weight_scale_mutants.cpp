@@ -18,6 +18,24 @@ void add_weight_scale_mutants(std::vector<KernelEntry>& out) {
   out.push_back(mutant_entry(
       "mutant/z12-expert0-scales", "BUGZOO Z12: every expert reads expert 0's weight block scales",
       {"PERM", "ORACLE"}, [](cpu::CpuConfig& c) { c.dev.expert0_weight_scales = true; }));
+  // BUGZOO Z10 on the down projection alone: w2's partial last 128-row scale tile (H rows) read with
+  // its 32x4 atom transposed. Downstream of every quantization decision, so the relations see it:
+  // PAD's zero-padding to a multiple of 128 removes the partial tile and with it the bug.
+  out.push_back(mutant_entry(
+      "mutant/z10-down-swizzle-tail", "BUGZOO Z10: w2's partial last 128-row scale tile read transposed",
+      {"PAD", "ORACLE"}, [](cpu::CpuConfig& c) { c.dev.down_swizzle_tail_transposed = true; }));
+  // GSCALE class (a global scale applied twice, like Z1's scale): w2's global dequant scale is folded
+  // into alpha and multiplied again in the epilogue. Exchanging 2^k between block and global scales
+  // then changes the output by 2^-k.
+  out.push_back(mutant_entry("mutant/down-global-twice", "GSCALE: w2's global dequant scale multiplied twice",
+                             {"GSCALE", "ORACLE"},
+                             [](cpu::CpuConfig& c) { c.dev.down_global_twice = true; }));
+  // BUGZOO Z12 class (per-expert pointer arithmetic): an off-by-one in the per-expert w2 table - the
+  // last expert reads expert E-2's whole down projection. Consistent in its scales (GSCALE holds),
+  // but which expert is last is a label: relabeling experts moves the bug (PERM).
+  out.push_back(mutant_entry(
+      "mutant/last-expert-neighbour-w2", "Z12 class: the last expert reads expert E-2's down projection",
+      {"PERM", "ORACLE"}, [](cpu::CpuConfig& c) { c.dev.last_expert_neighbour_down = true; }));
 }
 
 }  // namespace moefuzz::mutants
