@@ -25,7 +25,8 @@
 #                              `moefuzz check` per process, GRID "KERNEL:PROCS ..." (default
 #                              "cuda:8"), `cuda` processes spread over the GPUs; default 300 s, seed 1000
 #   sanitize [FILE...]         `moefuzz replay --kernel cuda --sanitize` (compute-sanitizer memcheck and
-#                              racecheck) on recipe files (default: corpora/examples/*.moefuzz)
+#                              racecheck) on recipe files (default: a small DeepSeek-V3-style seed of
+#                              corpora/moe_layer_fuzzer)
 #   fuzz [SECONDS] [GRID]      `moefuzz campaign` per cell of GRID "KERNEL:WORKERS[:TARGET] ..." (default
 #                              "cuda:4", target moe_layer), side by side, with the libFuzzer targets of
 #                              DIR/fuzz (pack) or build/fuzz-gpu/bin (the fuzz-gpu preset)
@@ -131,7 +132,8 @@ cmd_check() {
 
 cmd_sanitize() {
   local files=("$@") f rc=0 d
-  [[ ${#files[@]} -gt 0 ]] || files=(corpora/examples/*.moefuzz)
+  # Default: the small DeepSeek-V3-style seed (fuzz/make_corpora.sh); model-size layers take long under memcheck.
+  [[ ${#files[@]} -gt 0 ]] || files=(corpora/moe_layer_fuzzer/076fa8a940c7ef65a29a064850d8a729ee29d704)
   need "$bin/moefuzz"
   d=$(logdir sanitize)
   for f in "${files[@]}"; do
