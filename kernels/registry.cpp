@@ -12,7 +12,9 @@ const std::vector<KernelEntry>& kernel_registry() {
     add_cpu_kernels(v);
     add_composition_kernels(v);
     add_mutant_kernels(v);
+#ifdef MOEFUZZ_WITH_CUDA  // kernels/cuda/ is compiled only where nvcc was found (cmake/Cuda.cmake)
     add_cuda_kernels(v);
+#endif
     return v;
   }();
   return entries;

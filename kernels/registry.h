@@ -31,6 +31,6 @@ std::unique_ptr<Kernel> make_kernel(const std::string& name_or_path);
 void add_cpu_kernels(std::vector<KernelEntry>& out);          // kernels/cpu/
 void add_composition_kernels(std::vector<KernelEntry>& out);  // kernels/cpu/ composition matrix
 void add_mutant_kernels(std::vector<KernelEntry>& out);       // kernels/mutants/
-void add_cuda_kernels(std::vector<KernelEntry>& out);         // kernels/cuda/ (empty without CUDA)
+void add_cuda_kernels(std::vector<KernelEntry>& out);         // kernels/cuda/ (builds with CUDA only)
 
 }  // namespace moefuzz

@@ -13,14 +13,12 @@
 
 #include "core/case.h"
 #include "core/profile.h"
+#include "oracles/bounds.h"  // kFp32Unit, kBf16Unit
 
 namespace moefuzz {
 
-// fp32 unit roundoff (half an ulp, relative) and ulp (relative upper bound).
-inline constexpr double kFp32Unit = 0x1p-24;
-inline constexpr double kFp32Ulp = 0x1p-23;
-// bf16 unit roundoff: 8 significant bits, so RN moves a value by at most 2^-8 of itself.
-inline constexpr double kBf16Unit = 0x1p-8;
+// fp32 ulp, relative upper bound (twice the unit roundoff kFp32Unit of oracles/bounds.h).
+inline constexpr double kFp32Ulp = 2 * kFp32Unit;
 // Absolute floor for results that may be flushed to zero (FTZ) or land in fp32 subnormals: any
 // value below 2^-126 may become 0, and subnormal rounding errs by at most 2^-150.
 inline constexpr double kFp32FlushFloor = 0x1p-125;

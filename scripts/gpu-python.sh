@@ -2,15 +2,15 @@
 # The Python bridge on a GPU host (docs/python.md, docs/gpu.md): the torch and Triton examples, the CUDA fault
 # classes, and real upstream MoE kernels (examples/python/upstream: sglang and flashinfer installed from their
 # wheels with pip --no-deps) checked through stage composition. Writes one log and one JSON summary per check,
-# and summary.txt, under OUT (default ./gpu-python-out).
-#   Usage: scripts/gpu-python.sh MOEFUZZ_BIN [SECONDS_PER_CHECK] [SEED]
+# and summary.txt, under OUT_DIR (default build/gpu-python). scripts/gpu-host.sh python runs it.
+#   Usage: scripts/gpu-python.sh MOEFUZZ_BIN [SECONDS_PER_CHECK] [SEED] [OUT_DIR]
 #   Before: pip install --target DIR the wheels of docs/python.md ("Upstream kernels") and put DIR on PYTHONPATH.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-bin=${1:?usage: scripts/gpu-python.sh MOEFUZZ_BIN [SECONDS] [SEED]}
+cd "$(dirname "$0")/.." || exit 2
+bin=${1:?usage: scripts/gpu-python.sh MOEFUZZ_BIN [SECONDS] [SEED] [OUT_DIR]}
 secs=${2:-30}
 seed=${3:-1}
-out=${OUT:-gpu-python-out}
+out=${4:-build/gpu-python}
 mkdir -p "$out"
 export MOEFUZZ_PYTHONPATH=$PWD/python MOEFUZZ_BRIDGE_STATS=1
 
@@ -72,6 +72,4 @@ for k in cpu py:examples.python.numpy_stages:stages; do
   "$bin" check -j 1 --kernel "$k" --cases 300 --seed 11 --out "$out/bench" 2>&1 | grep -E 'python bridge|cases in' \
     >>"$out/summary.txt"
 done
-# The device returns few files: one archive of the logs, reports and shrunk cases.
-(cd "$out" && tar czf 0-logs.tgz ./*.log ./*.json ./*.moefuzz findings-*/*.txt 2>/dev/null)
 cat "$out/summary.txt"

@@ -3,13 +3,13 @@
 // quantizer with the zero test on the scale, combine bf16(y * bf16(w)) summed in fp32, bf16 at every
 // rounding point). The pipeline also implements the FlashInfer [up; gate] / vecMax / fp32
 // slot-order variants (PipelineConfig), used when a profile asks for them.
-#include <cstring>
+#include <vector>
 
-#include "core/bf16.h"
 #include "core/errors.h"
 #include "core/profile.h"
 #include "kernels/cuda/cuda_kernel.h"
 #include "kernels/cuda/moe_pipeline.h"
+#include "kernels/cuda/pipeline_result.h"
 #include "kernels/registry.h"
 
 namespace moefuzz {
@@ -17,30 +17,11 @@ namespace {
 
 constexpr const char* kProfileName = "sglang-cutlass-fp4";
 // Exposing every stage costs a copy of each intermediate; above this the kernel returns the output
-// and routing only (the GPU tests read sampled rows through MoePipeline instead).
+// and routing only (the GPU tests read sampled rows through cuda::pipeline_result instead).
 constexpr int64_t kMaxExposedBytes = int64_t{1} << 30;
 
-// The contract this kernel implements, read from the profile table (core/profile.cpp). Until that
-// table holds the row, the same contract written out here from SPEC.md (§1.5, §2.3, §3.1, §3.6).
-const Profile& claimed_profile() {
-  try {
-    return profile_by_name(kProfileName);
-  } catch (const InputError&) {
-    static const Profile fallback = [] {
-      Profile p;
-      p.name = kProfileName;
-      p.w13_order = W13Order::kGateUp;
-      p.rsf_in_topk = true;
-      p.renorm_epsilon = 0.0;
-      p.quantizer = QuantizerVariant::kFastMath;
-      p.zero_scale_rule = ZeroScaleRule::kScaleTest;
-      p.per_expert_act_scales = true;
-      p.combine = CombineAccum::kBf16Products;
-      return p;
-    }();
-    return fallback;
-  }
-}
+// The contract this kernel implements: the profile table's row (core/profile.cpp).
+const Profile& claimed_profile() { return profile_by_name(kProfileName); }
 
 class CudaKernel final : public Kernel {
  public:
@@ -70,64 +51,11 @@ class CudaKernel final : public Kernel {
     p.upload_case(c);
     p.run();
 
-    const int64_t T = cfg.tokens, H = cfg.hidden, I = cfg.inter, S = cfg.all_slots(), R = cfg.routed_slots();
-    const std::vector<uint16_t> y = p.download_output();
-    out.output.resize(static_cast<size_t>(T * H));
-    for (size_t i = 0; i < y.size(); ++i) out.output[i] = bf16_to_float(y[i]);
-
-    std::vector<int32_t> ids;
-    std::vector<float> w;
-    p.download_routing(ids, w);
-    out.routing.tokens = T;
-    out.routing.slots = R;
-    out.routing.ids.resize(static_cast<size_t>(T * R));
-    out.routing.weights.resize(static_cast<size_t>(T * R));
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t s = 0; s < R; ++s) {
-        out.routing.ids[t * R + s] = ids[t * S + s];
-        out.routing.weights[t * R + s] = w[t * S + s];
-      }
-
-    const int64_t pairs = T * R;
-    if (pairs * (2 * H + 3 * I) * 4 > kMaxExposedBytes) return;
-    const cuda::Permutation perm = p.download_permutation();
-    std::vector<int64_t> rows(static_cast<size_t>(pairs));
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t s = 0; s < R; ++s) rows[t * R + s] = perm.pair_row[t * S + s];
-
-    auto quantized = [&](bool fc1) {
-      QuantizedRows q;
-      q.rows = pairs;
-      q.cols = fc1 ? H : I;
-      if (fc1)
-        p.download_fc1_rows(rows, q.packed, q.scales);
-      else
-        p.download_fc2_rows(rows, q.packed, q.scales);
-      return q;
-    };
-    out.fc1_input = quantized(true);
-    out.fc2_input = quantized(false);
-    // GEMM1 in semantic [gate | up] order whatever the kernel's w13 order.
-    const std::vector<uint16_t> g1 = p.download_gemm1_rows(rows);
-    std::vector<float> gemm1(static_cast<size_t>(pairs * 2 * I));
-    for (int64_t i = 0; i < pairs; ++i)
-      for (int64_t n = 0; n < 2 * I; ++n) {
-        const int64_t semantic = cfg.up_first ? (n < I ? n + I : n - I) : n;
-        gemm1[i * 2 * I + semantic] = bf16_to_float(g1[i * 2 * I + n]);
-      }
-    out.gemm1 = std::move(gemm1);
-    auto widen = [](const std::vector<uint16_t>& v) {
-      std::vector<float> f(v.size());
-      for (size_t i = 0; i < v.size(); ++i) f[i] = bf16_to_float(v[i]);
-      return f;
-    };
-    out.activation = widen(p.download_act_rows(rows));
-    out.gemm2 = widen(p.download_gemm2_rows(rows));
-    if (cfg.separate_shared > 0) {
-      std::vector<int64_t> shared_rows(static_cast<size_t>(T));
-      for (int64_t t = 0; t < T; ++t) shared_rows[t] = perm.pair_row[t * S + R];
-      out.shared_output = widen(p.download_gemm2_rows(shared_rows));
-    }
+    const int64_t T = cfg.tokens;
+    std::vector<int64_t> tokens(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) tokens[t] = t;
+    const bool stages = T * cfg.routed_slots() * (2 * cfg.hidden + 3 * cfg.inter) * 4 <= kMaxExposedBytes;
+    out = cuda::pipeline_result(p, tokens, stages);
   }
 
  private:

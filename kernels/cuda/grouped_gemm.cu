@@ -19,9 +19,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
-#include <string>
 
 #include "kernels/cuda/device_formats.cuh"
 #include "kernels/cuda/launch.h"
@@ -198,18 +195,11 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_kernel(GemmArgs g) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Tactic "stream" (tactic 2): the same arithmetic, reorganized to keep more weight bytes in flight.
-//
-// Hypothesis it was written to test (issue #5): the split-K kernel above sits at a third of the copy
-// ceiling at decode because each warp keeps at most 4 chunks (8-byte loads per lane) in flight, the
-// block drains and synchronizes at every 16-column step, and each step re-reads the A tile from L2.
-// Measured on the H200 (docs/perf.md, GPU, 2026-11-30): the hypothesis is WRONG. This kernel streams
-// weights through a 3-7-stage cp.async ring (36-72 KB in flight per SM, deeper made no difference)
-// and is SLOWER at T <= 128 (28% of the copy ceiling against 33-35%), about equal at T = 256. Both
-// kernels deliver the same ~0.56 GB/s per resident warp (16 warps/SM here, 20 there): the limit is
-// in the per-warp dequant -> MMA instruction stream common to both, not in the global-memory
-// pipeline. Kept as a correct, bit-identical extra tactic (TACTIC sweeps it) and as the base for the
-// next experiment (more resident warps / cheaper dequant); tactic 0 stays the default.
+// Tactic "stream" (tactic 2): the same arithmetic as the split-K kernel, organized differently: no
+// cross-warp reduction, weights streamed through a cp.async ring. It earns its place as a tactic
+// whose work distribution differs from tactics 0 and 1 in every loop while its results must stay
+// bit-identical (the TACTIC invariant compares them on every case). It is not faster than tactic 0
+// on the H200 (docs/perf.md, GPU), which stays the default.
 //
 // Layout: a block owns BN columns of one 16-row tile and ALL of K. Weights (packed FP4, 16-byte
 // cp.async; 8-byte copies when K % 32 != 0), their 128x4 scale groups and the tile's real A rows
@@ -219,20 +209,13 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_kernel(GemmArgs g) {
 // split-K kernel's arithmetic (its warp w accumulates chunks w, w + 4, ... and the partials are
 // summed in warp order), with the same per-quad K permutation inside each chunk, the same
 // byte -> bf16x2 table and the same exact scale multiply: every MMA sees the same operands in the
-// same order, so the results are bit-identical to tactics 0 and 1 (checked on the device: layer
-// test, moefuzz check, and the full-size decode outputs in the bandwidth benchmark). No cross-warp
+// same order, so the results are bit-identical to tactics 0 and 1 (TACTIC on every checked case, and
+// tests/gpu at the full DeepSeek-V3 decode sizes). No cross-warp
 // reduction, one __syncthreads per stage; column blocks vary fastest in the grid.
 // ---------------------------------------------------------------------------------------------
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, int src_bytes) {
   const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
   asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(d), "l"(gmem), "r"(src_bytes)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async16_hint(void* smem, const void* gmem, int src_bytes,
-                                                uint64_t policy) {
-  const uint32_t d = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint.L2::128B [%0], [%1], 16, %2, %3;\n" ::"r"(d),
-               "l"(gmem), "r"(src_bytes), "l"(policy)
                : "memory");
 }
 __device__ __forceinline__ void cp_async8(void* smem, const void* gmem) {
@@ -251,10 +234,9 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
 }
 
-template <int BN_, int WARPS_, int KS_, int STAGES_, bool EVICT_FIRST_ = false>
+template <int BN_, int WARPS_, int KS_, int STAGES_>
 struct StreamCfg {
   static constexpr int BN = BN_, WARPS = WARPS_, KS = KS_, STAGES = STAGES_;
-  static constexpr bool kEvictFirst = EVICT_FIRST_;  // weights streamed with an L2 evict-first policy
   static constexpr int kThreads = 32 * WARPS;
   static constexpr int kWarpCols = BN / WARPS;
   static constexpr int J = kWarpCols / 8;  // n8 MMA tiles per warp
@@ -287,9 +269,6 @@ __global__ void __launch_bounds__(C::kThreads, 2) grouped_gemm_stream_kernel(Gem
   // tile's A rows are read from HBM once and then hit in L2, and one expert's weights stream in order.
   const int64_t n_cta0 = static_cast<int64_t>(blockIdx.x) * C::BN;
   const int num_tiles = *g.num_tiles;
-  uint64_t w_policy = 0;
-  if constexpr (C::kEvictFirst)
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(w_policy));
 
   for (int tile = blockIdx.y; tile < num_tiles; tile += gridDim.y) {
     const int expert = g.tile_expert[tile];
@@ -318,10 +297,7 @@ __global__ void __launch_bounds__(C::kThreads, 2) grouped_gemm_stream_kernel(Gem
           if (w_rows_16b_aligned) {
             const int64_t left = n < N ? (kb_count - kb) * 8 : 0;
             const int bytes = left <= 0 ? 0 : (left >= 16 ? 16 : static_cast<int>(left));
-            if constexpr (C::kEvictFirst)
-              cp_async16_hint(dst, bytes ? w_e + n * (K / 2) + kb * 8 : w_e, bytes, w_policy);
-            else
-              cp_async16(dst, bytes ? w_e + n * (K / 2) + kb * 8 : w_e, bytes);
+            cp_async16(dst, bytes ? w_e + n * (K / 2) + kb * 8 : w_e, bytes);
           } else {  // K % 32 != 0: rows start 8-byte aligned only; one 8-byte copy per 16-element block
 #pragma unroll
             for (int hb = 0; hb < 2; ++hb) {
@@ -529,53 +505,13 @@ void launch_stream(const PipelineConfig& cfg, const GemmArgs& args, cudaStream_t
   MOEFUZZ_CUDA_CHECK(cudaGetLastError());
 }
 
-// Benchmark variants of the stream tactic (BN, warps, chunks per stage, stages); 0 is the tactic's default.
-using StreamV0 = StreamCfg<128, 8, 2, 4>;
-using StreamV1 = StreamCfg<128, 4, 2, 4>;
-using StreamV2 = StreamCfg<64, 4, 2, 6>;
-using StreamV3 = StreamCfg<128, 8, 2, 5>;
-using StreamV4 = StreamCfg<128, 8, 1, 8>;
-using StreamV5 = StreamCfg<128, 8, 2, 3>;
-using StreamV6 = StreamCfg<128, 8, 2, 4, true>;
-
-std::atomic<int> g_stream_variant{-1};
-
-int current_stream_variant() {
-  int v = g_stream_variant.load();
-  if (v < 0) {
-    const char* e = std::getenv("MOEFUZZ_CUDA_STREAM_VARIANT");
-    v = e ? std::atoi(e) : 0;
-    if (v < 0 || v >= kNumStreamVariants) v = 0;
-    g_stream_variant.store(v);
-  }
-  return v;
-}
+// The stream tactic's tile: 128 columns per block, 8 warps (16 columns each), 2 64-element chunks
+// per stage, 4 stages (54 KB of weights in flight per SM at 2 blocks per SM).
+using StreamTile = StreamCfg<128, 8, 2, 4>;
 
 void launch_gemm(const PipelineConfig& cfg, const GemmArgs& args, cudaStream_t s) {
   if (kTactics[cfg.tactic].stream) {
-    switch (current_stream_variant()) {
-      case 1:
-        launch_stream<StreamV1>(cfg, args, s);
-        break;
-      case 2:
-        launch_stream<StreamV2>(cfg, args, s);
-        break;
-      case 3:
-        launch_stream<StreamV3>(cfg, args, s);
-        break;
-      case 4:
-        launch_stream<StreamV4>(cfg, args, s);
-        break;
-      case 5:
-        launch_stream<StreamV5>(cfg, args, s);
-        break;
-      case 6:
-        launch_stream<StreamV6>(cfg, args, s);
-        break;
-      default:
-        launch_stream<StreamV0>(cfg, args, s);
-        break;
-    }
+    launch_stream<StreamTile>(cfg, args, s);
     return;
   }
   const int rows_per_tile = kTactics[cfg.tactic].rows_per_tile;
@@ -592,15 +528,6 @@ void launch_gemm(const PipelineConfig& cfg, const GemmArgs& args, cudaStream_t s
 }
 
 }  // namespace
-
-void select_stream_variant(int v) { g_stream_variant.store(v >= 0 && v < kNumStreamVariants ? v : 0); }
-int stream_variant() { return current_stream_variant(); }
-std::string stream_variant_name(int v) {
-  static const char* const names[kNumStreamVariants] = {
-      "BN128 w8 ks2 st4", "BN128 w4 ks2 st4", "BN64 w4 ks2 st6",    "BN128 w8 ks2 st5",
-      "BN128 w8 ks1 st8", "BN128 w8 ks2 st3", "BN128 w8 ks2 st4 ef"};
-  return v >= 0 && v < kNumStreamVariants ? names[v] : "?";
-}
 
 void launch_gemm1(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s) {
   launch_gemm(cfg,

@@ -37,22 +37,15 @@ namespace moefuzz::cuda {
 // and in how the work is spread:
 //   0: split-K kernel, 16-row tiles (4 warps = the 4 chains, 4 x 16 columns per block);
 //   1: split-K kernel, 64-row tiles (prefill);
-//   2: "stream" kernel, 16-row tiles: a block owns BN columns over all of K, weights/scales/A
-//      stream through a multi-stage cp.async ring, each warp keeps the 4 chains. Written for decode
-//      bandwidth (issue #5) but measured slower than tactic 0 at T <= 128 (docs/perf.md, GPU), so
-//      tactic 0 stays the default.
+//   2: "stream" kernel, 16-row tiles: a block owns 128 columns over all of K, weights/scales/A
+//      stream through a multi-stage cp.async ring, each warp keeps the 4 chains (no cross-warp
+//      reduction). Not faster than tactic 0 (docs/perf.md, GPU), so tactic 0 is the default.
 struct Tactic {
   int rows_per_tile;  // BM: rows of one expert per tile (16 decode, 64 prefill)
   bool stream;        // the stream kernel (grouped_gemm.cu) instead of the split-K kernel
 };
 inline constexpr int kNumTactics = 3;
 inline constexpr Tactic kTactics[kNumTactics] = {{16, false}, {64, false}, {16, true}};
-// Tile/pipeline variants of the stream kernel (benchmarks; the tactic uses the selected one, default
-// 0 or env MOEFUZZ_CUDA_STREAM_VARIANT). All are bit-identical by construction.
-inline constexpr int kNumStreamVariants = 7;
-void select_stream_variant(int v);
-int stream_variant();
-std::string stream_variant_name(int v);
 inline constexpr int kMaxRowsPerTile = 64;
 
 // Deliberate CUDA-side bugs for the `cuda-mutant/...` kernels (cuda_mutants.cpp): each flag is a

@@ -1,5 +1,5 @@
 #pragma once
-// Test helper: runs the built moefuzz binary (MOEFUZZ_BINARY_DIR/bin/moefuzz) in a child process
+// Test helper: runs the built moefuzz binary (test_build_dir()/bin/moefuzz) in a child process
 // under RLIMIT_CPU (and, optionally, RLIMIT_AS), so a regression that loops or allocates without
 // bound fails the test instead of the machine. stdout and stderr come back interleaved.
 //
@@ -23,10 +23,24 @@ struct RunResult {
   double seconds = 0;
 };
 
+// The build directory whose bin/moefuzz and lib/ plugins a test uses: the folder above the test
+// binary's own bin/ when it holds bin/moefuzz (so a build copied to a GPU host by `scripts/gpu-host.sh
+// pack` runs its own CLI), else the build directory compiled in (MOEFUZZ_BINARY_DIR).
+inline std::string test_build_dir() {
+  char self[4096];
+  const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n > 0) {
+    std::string dir(self, static_cast<size_t>(n));
+    for (int up = 0; up < 2 && dir.rfind('/') != std::string::npos; ++up) dir.resize(dir.rfind('/'));
+    if (::access((dir + "/bin/moefuzz").c_str(), X_OK) == 0) return dir;
+  }
+  return MOEFUZZ_BINARY_DIR;
+}
+
 // `address_space` 0 = no limit (ASan reserves terabytes of shadow: under ASan only RSS is meaningful).
 inline RunResult run_moefuzz(const std::vector<std::string>& args, rlim_t cpu_seconds = 60,
                              rlim_t address_space = 0) {
-  const std::string binary = MOEFUZZ_BINARY_DIR "/bin/moefuzz";
+  const std::string binary = test_build_dir() + "/bin/moefuzz";
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>(binary.c_str()));
   for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));

@@ -19,7 +19,7 @@ TEST(DevicePlugin, RequiresCudaBuild) { GTEST_SKIP() << "built without nvcc: no 
 #else
 namespace {
 
-const std::string kLib = MOEFUZZ_BINARY_DIR "/lib/";
+const std::string kLib = test_build_dir() + "/lib/";
 
 RunResult check(const std::string& lib, const std::string& cases, const std::string& invariants = "all") {
   // 600 CPU seconds: every kernel call forks a child that creates a fresh CUDA context.

@@ -46,7 +46,7 @@ class FlashInferFp4Quantize:
             return (f"compute capability {cap[0]}.{cap[1]}: FlashInfer's quantize kernel body is "
                     "compiled only for __CUDA_ARCH__ >= 1000 and writes nothing below it "
                     "(set MOEFUZZ_UPSTREAM_FP4_ANY_ARCH=1 to run it anyway)")
-        if _case.cfg(case, "act_format", "nvfp4") != "nvfp4":
+        if case.act_format != "nvfp4":
             return "fp4_quantize produces NVFP4 activations only"
         return None
 

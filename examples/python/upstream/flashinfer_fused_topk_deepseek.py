@@ -40,18 +40,18 @@ class FlashInferFusedTopKDeepSeek:
             return "fused_topk_deepseek needs a CUDA device"
         if cap[0] * 10 + cap[1] not in (89, 90, 100, 103, 120, 121):
             return f"fused_topk_deepseek supports compute capability 89/90/100/103/120/121, not {cap}"
-        if _case.cfg(case, "routing_mode") != "sigmoid_grouped":
+        if case.routing_mode != "sigmoid_grouped":
             return "fused_topk_deepseek implements sigmoid grouped routing only"
         if not _case.uses_correction_bias(case):
             return "fused_topk_deepseek always adds a correction bias"
-        if not bool(_case.cfg(case, "renormalize")):
+        if not bool(case.renormalize):
             return "fused_topk_deepseek always renormalizes (it has no renormalize argument)"
         if _case.fused_shared(case):
             return "fused_topk_deepseek has no fused shared-expert slot"
-        e = int(_case.cfg(case, "experts"))
-        k = int(_case.cfg(case, "top_k"))
-        g = int(_case.cfg(case, "n_group"))
-        tg = int(_case.cfg(case, "topk_group"))
+        e = int(case.experts)
+        k = int(case.top_k)
+        g = int(case.n_group)
+        tg = int(case.topk_group)
         if k > 8 or tg > g or tg * g < k:
             return f"top_k={k}, n_group={g}, topk_group={tg} outside the kernel's limits"
         if g > 1 and (e / g > 32 or e / g * tg > 128):
@@ -63,19 +63,19 @@ class FlashInferFusedTopKDeepSeek:
     def route(self, case):
         import torch
 
-        logits = _case.inp(case, "router_logits").to(torch.float32)
+        logits = case.router_logits.to(torch.float32)
         bias = _case.correction_bias(case).to(torch.float32)
         t = logits.shape[0]
-        k = int(_case.cfg(case, "top_k"))
+        k = int(case.top_k)
         weights = torch.empty((t, k), dtype=torch.float32, device=logits.device)
         ids = torch.empty((t, k), dtype=torch.int32, device=logits.device)
         _fused_topk_deepseek(
             logits,
             bias,
-            int(_case.cfg(case, "n_group")),
-            int(_case.cfg(case, "topk_group")),
+            int(case.n_group),
+            int(case.topk_group),
             k,
-            float(_case.cfg(case, "routed_scaling_factor")),
+            float(case.routed_scaling_factor),
             weights,
             ids,
         )

@@ -41,7 +41,7 @@ class SGLangBiasedGroupedTopK:
         self.upstream = f"sglang {_sglang.version()} sglang.srt.layers.moe.topk.biased_grouped_topk_impl"
 
     def supports(self, case):
-        mode = _case.cfg(case, "routing_mode")
+        mode = case.routing_mode
         if mode != "sigmoid_grouped":
             return f"biased_grouped_topk_impl implements sigmoid grouped routing only (case: {mode})"
         if not _case.uses_correction_bias(case):
@@ -55,9 +55,9 @@ class SGLangBiasedGroupedTopK:
     def route(self, case):
         import torch
 
-        logits = _case.inp(case, "router_logits")
+        logits = case.router_logits
         bias = _case.correction_bias(case)
-        top_k = int(_case.cfg(case, "top_k"))
+        top_k = int(case.top_k)
         shared = _case.fused_shared(case)
         with torch.no_grad():
             weights, ids = _topk.biased_grouped_topk_impl(
@@ -65,12 +65,12 @@ class SGLangBiasedGroupedTopK:
                 logits,
                 bias,
                 top_k + shared,
-                bool(_case.cfg(case, "renormalize")),
-                int(_case.cfg(case, "n_group")),
-                int(_case.cfg(case, "topk_group")),
+                bool(case.renormalize),
+                int(case.n_group),
+                int(case.topk_group),
                 num_fused_shared_experts=shared,
-                routed_scaling_factor=float(_case.cfg(case, "routed_scaling_factor")),
-                apply_routed_scaling_factor_on_output=bool(_case.cfg(case, "rsf_in_topk")),
+                routed_scaling_factor=float(case.routed_scaling_factor),
+                apply_routed_scaling_factor_on_output=bool(case.rsf_in_topk),
             )
         return ids, weights
 

@@ -50,16 +50,16 @@ class SGLangFusedTopKDeepSeek:
         if not getattr(_topk, "_is_cuda", False) or getattr(_topk, "fused_topk_deepseek", None) is None:
             return ("SGLang takes the FlashInfer kernel only on CUDA with flashinfer importable "
                     "(topk.fused_topk_deepseek is None here)")
-        if _case.cfg(case, "routing_mode") != "sigmoid_grouped":
+        if case.routing_mode != "sigmoid_grouped":
             return "fused_topk_deepseek implements sigmoid grouped routing only"
         if not _case.uses_correction_bias(case):
             return "SGLang calls biased_grouped_topk only with a correction bias"
         if _case.fused_shared(case):
             return "SGLang sends fused shared experts to sgl_kernel moe_fused_gate (not installed)"
-        e = int(_case.cfg(case, "experts"))
-        k = int(_case.cfg(case, "top_k"))
-        g = int(_case.cfg(case, "n_group"))
-        tg = int(_case.cfg(case, "topk_group"))
+        e = int(case.experts)
+        k = int(case.top_k)
+        g = int(case.n_group)
+        tg = int(case.topk_group)
         if not _power_of_two(e):
             return f"experts={e} is not a power of two: SGLang uses moe_fused_gate / the torch path"
         if k > 8 or tg > g or tg * g < k:
@@ -74,20 +74,20 @@ class SGLangFusedTopKDeepSeek:
     def route(self, case):
         import torch
 
-        logits = _case.inp(case, "router_logits")
+        logits = case.router_logits
         bias = _case.correction_bias(case)
         with torch.no_grad():
             weights, ids = _topk.biased_grouped_topk_gpu(
                 logits,
                 logits,
                 bias.to(torch.float32),  # must match the logits' dtype (fp32 here)
-                int(_case.cfg(case, "top_k")),
-                bool(_case.cfg(case, "renormalize")),
-                int(_case.cfg(case, "n_group")),
-                int(_case.cfg(case, "topk_group")),
+                int(case.top_k),
+                bool(case.renormalize),
+                int(case.n_group),
+                int(case.topk_group),
                 num_fused_shared_experts=0,
-                routed_scaling_factor=float(_case.cfg(case, "routed_scaling_factor")),
-                apply_routed_scaling_factor_on_output=bool(_case.cfg(case, "rsf_in_topk")),
+                routed_scaling_factor=float(case.routed_scaling_factor),
+                apply_routed_scaling_factor_on_output=bool(case.rsf_in_topk),
             )
         return ids, weights
 

@@ -29,7 +29,7 @@ class SGLangFusedTopKNative:
     tactics = 1
 
     def supports(self, case):
-        mode = _case.cfg(case, "routing_mode")
+        mode = case.routing_mode
         if mode != "softmax":
             return f"fused_topk_torch_native is the softmax top-k (case: {mode})"
         if _case.fused_shared(case):
@@ -39,13 +39,13 @@ class SGLangFusedTopKNative:
     def route(self, case):
         import torch
 
-        logits = _case.inp(case, "router_logits")
+        logits = case.router_logits
         with torch.no_grad():
             weights, ids = _topk.fused_topk_torch_native(
                 logits,  # hidden_states: used only for its token count
                 logits,
-                int(_case.cfg(case, "top_k")),
-                bool(_case.cfg(case, "renormalize")),
+                int(case.top_k),
+                bool(case.renormalize),
             )
         return ids, weights
 

@@ -51,7 +51,7 @@ class SGLangMoeSumReduce:
         w = topk_weights.to(dev, torch.float32).reshape(t, slots, 1)
         products = (y * w).to(torch.bfloat16).contiguous()  # GEMM2 epilogue rounding (see above)
         out = torch.empty((t, h), dtype=torch.bfloat16, device=dev)
-        rsf = 1.0 if bool(_case.cfg(case, "rsf_in_topk")) else float(_case.cfg(case, "routed_scaling_factor"))
+        rsf = 1.0 if bool(case.rsf_in_topk) else float(case.routed_scaling_factor)
         _kernels.moe_sum_reduce_triton(products, out, rsf)
         return out.to(torch.float32)
 

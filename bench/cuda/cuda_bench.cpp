@@ -1,0 +1,104 @@
+// Benchmarks of the `cuda` kernel (built as moefuzz_cuda_bench when nvcc is found; a GPU is needed
+// to run them). Results: docs/perf.md, section "GPU".
+//
+// BM_CudaCopyCeiling: device-to-device cudaMemcpy of 2 GiB (median of 10), the ceiling the GEMM
+//   bandwidth is compared against; bytes_per_second counts bytes read + written.
+// BM_CudaGemmDecode/T:<tokens>/tactic:<t>: GEMM1 + GEMM2 alone on DeepSeek-V3 decode shapes (H=7168,
+//   I=2048, E=256, k=8, softmax routing; ~6.5 GB of random weights written on the device, never
+//   zeros). Time: CUDA events, median of 20 replays after 3 warm-ups (manual time). Bytes: the weights
+//   (codes + scales) of every expert with >= 1 token, bf16 activations read once and bf16 outputs
+//   written once (MoePipeline::gemm_min_bytes); `pct_copy` is the bandwidth over the copy ceiling.
+// BM_CudaLayer/M: one whole layer through the `cuda` kernel on the M shape (T=128, H=2048, I=1024,
+//   E=64, k=8) as a check calls it: device allocation, upload, every stage, download of every exposed
+//   stage. Beside BM_CpuLayer/M and BM_OracleLayer/M (moefuzz_bench) it is the cost split of a check.
+//
+// Example: build/release/bin/moefuzz_cuda_bench --benchmark_filter='GemmDecode/T:16/'
+#include <benchmark/benchmark.h>
+
+#include <string>
+
+#include "core/case.h"
+#include "core/recipe.h"
+#include "kernels/cuda/cuda_kernel.h"
+#include "kernels/cuda/moe_pipeline.h"
+
+namespace moefuzz {
+namespace {
+
+constexpr int64_t kCopyBytes = int64_t{2} << 30;
+
+bool skip_without_gpu(benchmark::State& state) {
+  std::string why;
+  if (cuda::cuda_device_available(&why)) return false;
+  state.SkipWithError(("no CUDA GPU present: " + why).c_str());
+  return true;
+}
+
+double copy_ceiling_gbs() {
+  static const double gbs = cuda::measure_copy_gbs(kCopyBytes, 10);
+  return gbs;
+}
+
+void BM_CudaCopyCeiling(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  for (auto _ : state)
+    state.SetIterationTime(2.0 * static_cast<double>(kCopyBytes) / (copy_ceiling_gbs() * 1e9));
+  state.SetBytesProcessed(state.iterations() * 2 * kCopyBytes);
+  state.SetLabel(cuda::cuda_device_name());
+}
+BENCHMARK(BM_CudaCopyCeiling)->UseManualTime()->Iterations(1)->Unit(benchmark::kMillisecond);
+
+void BM_CudaGemmDecode(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const int64_t T = state.range(0);
+  const int tactic = static_cast<int>(state.range(1));
+  CaseRecipe r;
+  r.shape = {.tokens = T, .hidden = 7168, .inter = 2048, .experts = 256, .top_k = 8};
+  r.routing.mode = RoutingMode::kSoftmax;
+  cuda::MoePipeline p(cuda::config_for(r, cuda_kernel_profile(), tactic));
+  p.fill_random_device(1234 + T);
+  p.run();  // routing and alignment: the GEMMs' tiles
+  const double bytes = static_cast<double>(p.gemm_min_bytes());
+  double seconds = 0;
+  for (auto _ : state) {
+    seconds = p.time_gemms_ms(20) * 1e-3;
+    state.SetIterationTime(seconds);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(bytes) * state.iterations());
+  state.counters["MB"] = bytes / 1e6;
+  state.counters["pct_copy"] = 100.0 * bytes / seconds / 1e9 / copy_ceiling_gbs();
+}
+BENCHMARK(BM_CudaGemmDecode)
+    ->ArgNames({"T", "tactic"})
+    ->ArgsProduct({{16, 32, 64, 128, 256}, {0, 1, 2}})
+    ->UseManualTime()
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+void BM_CudaLayer_M(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  CaseRecipe r;
+  r.profile = "sglang-cutlass-fp4";
+  r.routing.mode = RoutingMode::kSoftmax;
+  r.routing.routed_scaling_factor = 2.5;
+  r.shape = {.tokens = 128, .hidden = 2048, .inter = 1024, .experts = 64, .top_k = 8};
+  static const Case c = materialize(r);
+  const auto kernel = make_cuda_kernel();
+  LayerResult warm;
+  kernel->run_layer(c, {}, warm);  // CUDA context and module load
+  for (auto _ : state) {
+    LayerResult out;
+    kernel->run_layer(c, {}, out);
+    benchmark::DoNotOptimize(out.output.data());
+  }
+}
+BENCHMARK(BM_CudaLayer_M)
+    ->Name("BM_CudaLayer/M")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(5);
+
+}  // namespace
+}  // namespace moefuzz
+
+BENCHMARK_MAIN();

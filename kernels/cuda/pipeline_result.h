@@ -1,0 +1,25 @@
+#pragma once
+// What a run CUDA pipeline returns to the oracle for chosen tokens: their routing decisions, every
+// exposed stage (FC1/FC2 codes, GEMM1 in semantic [gate | up] order, activation, GEMM2, separate
+// shared-expert output) and their output rows, in the LayerResult layout of the sub-case that holds
+// only those tokens (properties/case_transforms.h select_tokens). The `cuda` kernel reads all tokens;
+// the GPU tests past 2^31 elements read a sample, since the host oracle cannot afford the whole case.
+//
+// Example:
+//   moefuzz::cuda::MoePipeline p(cfg);
+//   p.upload_case(c);
+//   p.run();
+//   moefuzz::LayerResult res = moefuzz::cuda::pipeline_result(p, {0, 17, T - 1}, /*stages=*/true);
+#include <cstdint>
+#include <vector>
+
+#include "core/layer_io.h"
+#include "kernels/cuda/moe_pipeline.h"
+
+namespace moefuzz::cuda {
+
+// `tokens`: case token indices, in the order of the result's rows. `stages`: also download the
+// intermediate stages (a copy of each; without them the result holds routing and output only).
+LayerResult pipeline_result(const MoePipeline& p, const std::vector<int64_t>& tokens, bool stages);
+
+}  // namespace moefuzz::cuda
