@@ -5,16 +5,37 @@
 //
 // Example:
 //   const int64_t cap = default_max_case_bytes();  // 22 GiB available -> 5.5 GiB
+//   const std::string why = check_memory_refusal(recipe);   // "" or why checking it cannot fit
 #include <cstdint>
+#include <string>
+
+#include "core/recipe.h"
 
 namespace moefuzz {
 
-// Peak resident memory of checking one case, per byte of the case (estimate_case_bytes), measured
-// with `/usr/bin/time -f %M moefuzz replay FILE --kernel cpu` on the examples: qwen3_moe.moefuzz
-// (0.34 GB case) peaked at 1.35 GB (3.97x), mixtral.moefuzz (0.79 GB) at 3.18 GB (4.01x). The case,
-// the kernel's and the oracle's working copies and the metamorphic invariants' transformed cases are
-// alive together; 4 is that measured ratio.
+// Default --max-case-bytes: the case alone takes at most 1/kCheckPeakBytesPerCaseByte of the
+// memory available; estimate_check_bytes below bounds the whole check (measured: qwen3_moe.moefuzz,
+// a 0.34 GB case, peaked at 1.35 GB; mixtral.moefuzz, 0.79 GB, at 3.18 GB).
 inline constexpr int64_t kCheckPeakBytesPerCaseByte = 4;
+
+// Upper bound of the peak resident memory of checking one case with every invariant (bytes,
+// saturating at INT64_MAX): the process itself, the cases alive together (the case, the largest
+// transformed case: PAD's, zero-padded to the next multiple of 128 above H and I; and the weights a
+// kernel or the oracle decodes) and every stage value of the runs alive together (the baseline's
+// kernel result, its two oracle evaluations and an invariant's pair of transformed runs), per
+// expanded row (token x slot, plus separate shared experts): the FC1 input H, GEMM1 2I, the
+// activation I, the FC2 input I, GEMM2 H, and per token the output H and the routing. Each
+// constant is in memory_budget.cpp with why it is what it is; tests/reliability/memory_test.cpp
+// measures the peak (VmHWM of a child `moefuzz replay`) across the generators' shape space and
+// hostile recipes and asserts peak <= estimate.
+//
+// Example:
+//   if (estimate_check_bytes(r) > available_memory_bytes()) ...;   // refuse before allocating
+int64_t estimate_check_bytes(const CaseRecipe& r);
+
+// "" when checking `r` fits the memory available now (or that is unknown), else the one-line
+// reason (exit 2 before anything is allocated).
+std::string check_memory_refusal(const CaseRecipe& r);
 
 // MemAvailable from /proc/meminfo in bytes (the kernel's estimate of what can be allocated without
 // swapping), or -1 when it cannot be read.

@@ -96,13 +96,16 @@ std::optional<RecipeIssue> check_routing(const CaseRecipe& r) {
   // subnormal: its rounding error is absolute (up to 2^-150), not relative, so the relative error
   // model every kernel and the oracle's bounds share no longer holds (1e-40 rounds to 9.99995e-41,
   // and products with weights < 1 flush toward zero); above the largest finite fp32 it is inf.
+  // Above bf16's largest finite value (0x1.fep127 = 3.3895e38) a routing weight of 1 x rsf is Inf
+  // where a profile stores its weights as bf16 (trtllm-gen), though the contract says it is finite.
   // Real models use rsf in [1, 16]; the validator says so instead of reporting false findings.
+  constexpr double kLargestBf16 = 0x1.fep127;
   if (g.routed_scaling_factor < static_cast<double>(std::numeric_limits<float>::min()) ||
-      g.routed_scaling_factor > static_cast<double>(std::numeric_limits<float>::max()))
+      g.routed_scaling_factor > kLargestBf16)
     return issue("routed_scaling_factor",
-                 fmt::format("{} is outside the normal fp32 range [2^-126, {}] that kernels apply it in "
-                             "(subnormal or infinite as an fp32 factor)",
-                             g.routed_scaling_factor, std::numeric_limits<float>::max()));
+                 fmt::format("{} is outside [2^-126, {}]: kernels apply it as an fp32 factor (subnormal "
+                             "below) and some store weights as bf16 (a weight of 1 x rsf is infinite above)",
+                             g.routed_scaling_factor, kLargestBf16));
   if (g.shared_fusion == SharedFusion::kFused && r.shape.shared_experts < 1)
     return issue("shared_fusion", "fused needs shared_experts >= 1");
   if (g.vocab != 0) {

@@ -16,6 +16,7 @@
 #include "core/case.h"
 #include "core/errors.h"
 #include "core/interrupt.h"
+#include "core/memory_budget.h"
 #include "core/profile.h"
 #include "core/recipe_text.h"
 #include "core/report.h"
@@ -150,6 +151,7 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     if (unsupported.empty() && !supports_fault && bytes > o.max_case_bytes)
       unsupported = fmt::format("the case needs {}, above --max-case-bytes {}", format_byte_count(bytes),
                                 format_byte_count(o.max_case_bytes));
+    if (unsupported.empty() && !supports_fault) unsupported = check_memory_refusal(r);
     if (!unsupported.empty() && !supports_fault) {
       d.kind = DrawnCase::Kind::kUnsupported;
       d.unsupported = std::move(unsupported);

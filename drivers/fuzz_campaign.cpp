@@ -24,6 +24,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/interrupt.h"
 #include "core/recipe_text.h"
 #include "core/repro_command.h"
 #include "drivers/campaign.h"
@@ -359,6 +360,18 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
         pid = -1;
       else
         ++alive;
+    }
+    // SIGINT/SIGTERM: end the fuzzers' groups, wait for them, and unwind (CampaignTemp removes
+    // DIR/tmp, libFuzzer's fork directories; raw/ and findings/ are written atomically). The
+    // caller reports 128 + N.
+    if (interrupt_requested()) {
+      for (pid_t pid : pids)
+        if (pid > 0) kill(-pid, SIGKILL);
+      for (pid_t pid : pids)
+        if (pid > 0)
+          while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+          }
+      throw Interrupted(interrupt_signal());
     }
     harvest();
     if (alive > 0) std::this_thread::sleep_for(std::chrono::seconds(1));

@@ -136,10 +136,10 @@ CaseRecipe focus_on(const std::string& code, uint64_t v, CaseRecipe r) {
   } else if (code == "TACTIC" || code == "REPEAT") {  // K of several 64-wide tiles in both GEMMs (the
     r.shape.hidden = 128;                             // tactics' summation orders then differ)
     r.shape.inter = 64;
-  } else if (code ==
-             "DRIFT") {  // two slots per token: sums of two bf16 terms, often exact ties (SPEC.md §3.6)
+  } else if (code == "DRIFT") {  // two slots per token: sums of two bf16 terms, often exact ties (SPEC.md
+                                 // §3.6); 64 tokens: the bias test's samples (properties/drift.h)
     r = CaseRecipe{.seed = r.seed, .profile = r.profile};
-    r.shape = Shape{.tokens = 16, .hidden = 64, .inter = 32, .experts = 8, .top_k = 2};
+    r.shape = Shape{.tokens = 64, .hidden = 64, .inter = 32, .experts = 8, .top_k = 2};
     r.routing.routed_scaling_factor = 2.5;
   }
   return r;

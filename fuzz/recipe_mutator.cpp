@@ -70,7 +70,11 @@ void mutate_shape(CaseRecipe& r, Rng& rng, const ShapeLimits& lim) {
 }
 
 void mutate_routing(CaseRecipe& r, Rng& rng) {
-  static constexpr std::array<double, 8> kScales = {1.0, 2.5, 2.827, 16.0, 0.5, 1e-3, 1e3, 1.0 + 0x1p-20};
+  // The usual factors, then the ends of the range the validator accepts (normal fp32: 2^-126 gives
+  // subnormal weights and outputs, 2^127 and the largest bf16 overflow the output), where false
+  // positives hide.
+  static constexpr std::array<double, 13> kScales = {
+      1.0, 2.5, 2.827, 16.0, 0.5, 1e-3, 1e3, 1.0 + 0x1p-20, 0x1p-126, 1e-30, 1e30, 0x1p127, 0x1.fep127};
   Routing& ro = r.routing;
   switch (below(rng, 8)) {
     case 0:

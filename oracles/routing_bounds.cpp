@@ -82,10 +82,30 @@ WeightBound routing_weight_bound(std::span<const double> raw, std::span<const do
     // fp32 roundings: the sum (k - 1), the division, the scale multiply, the scale's fp32 cast and
     // the double->fp32 store: (k + 3) units; taken as (k + 6) units for double-evaluation slack.
     err += (k + 6.0) * kFp32Unit * (std::fabs(wb.expected) + err);
+    // Each of those roundings whose result is subnormal (a tiny scale) errs by up to
+    // kFp32FlushFloor absolutely (FTZ included), not relatively; a later operation amplifies that
+    // error by at most its other operand: the division by the kernel's sum (>= s - b) where the scale
+    // multiply comes first, the raw score where scale / sum comes first.
+    const double amplify = std::max({1.0, 1.0 / (s - b), raw[j] + raw_bounds[j]});
+    err += (k + 6.0) * kFp32FlushFloor * amplify;
+    // Where an intermediate (scale * raw_j, or scale / sum) may reach FLT_MAX a correct kernel's
+    // weight may be Inf or NaN although the exact weight is finite: nothing can be said.
+    if (scale * amplify * (1.0 + (k + 6.0) * kFp32Unit) >= kFp32Max) {
+      wb.expected = NAN;
+      wb.bound = INFINITY;
+      return wb;
+    }
   } else {
     wb.expected = scale * raw[j];
     err = scale * raw_bounds[j];
     err += 4.0 * kFp32Unit * (std::fabs(wb.expected) + err);  // scale multiply, scale cast, store
+    // The scale multiply and the store may land in subnormals: kFp32FlushFloor each, absolutely.
+    err += 2.0 * kFp32FlushFloor;
+    if ((std::fabs(wb.expected) + err) >= kFp32Max) {  // the exact product may round to Inf
+      wb.expected = NAN;
+      wb.bound = INFINITY;
+      return wb;
+    }
   }
   if (dtype == WeightDtype::kBf16) {
     // RN to bf16 moves a value by <= 2^-8 of itself (plus half the smallest subnormal, 2^-134).
@@ -103,6 +123,16 @@ double routing_sum_allowance(const Profile& p, int64_t n, double abs_sum) {
   const double gamma = (n + 2) * u / (1 - (n + 2) * u);
   const double bf16 = p.routing_weight_dtype == WeightDtype::kBf16 ? kBf16Unit : 0.0;
   return (gamma + bf16 * (1 + gamma)) * abs_sum;
+}
+
+double routing_sum_underflow_allowance(const Profile& p, int64_t n, double amplify) {
+  // Per weight: (n + 6) fp32 roundings as in routing_weight_bound, each up to kFp32FlushFloor
+  // absolutely when its result is subnormal, amplified by at most `amplify`; bf16 weights add half
+  // the bf16 subnormal spacing (2^-134) each. The checker's double sum of n weights is exact to
+  // 2^-53 relative, inside routing_sum_allowance's extra fp32 unit.
+  const double per_weight = (static_cast<double>(n) + 6.0) * kFp32FlushFloor * std::max(1.0, amplify) +
+                            (p.routing_weight_dtype == WeightDtype::kBf16 ? 0x1p-134 : 0.0);
+  return static_cast<double>(n) * per_weight;
 }
 
 namespace {

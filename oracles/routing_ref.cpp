@@ -150,6 +150,9 @@ WeightBound shared_weight(const CaseRecipe& r, const Profile& p) {
   wb.expected = p.shared_fused_weight_inv_rsf ? (1.0 / rsf) * topk_scale(r, p) : 1.0;
   // 1.0f/rsf_fp32 and the multiply by rsf: the cast and two roundings, 3 units; 4 for the store.
   wb.bound = 4.0 * kFp32Unit * wb.expected;
+  // 1/rsf is subnormal for rsf > 2^126: its rounding errs by up to kFp32FlushFloor absolutely, which
+  // the multiply by rsf (top-k) scales by rsf; the store may round a subnormal once more.
+  if (p.shared_fused_weight_inv_rsf) wb.bound += kFp32FlushFloor * (topk_scale(r, p) + 1.0);
   if (p.routing_weight_dtype == WeightDtype::kBf16) wb.bound += kBf16Unit * (wb.expected + wb.bound);
   return wb;
 }

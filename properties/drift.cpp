@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 
 #include "core/bf16.h"
 #include "core/case.h"
@@ -24,48 +25,112 @@ struct Accumulator {
   std::vector<double> bound2;  // sum of per-layer bound^2
 };
 
-// z statistic of the mean of x, with a two-pass variance. The one-pass s2/n - mean^2 cancels
-// catastrophically when every element has the same value (constant rows, every element at its
-// bound): the noise left (~1e-16 mean^2) gave z ~ 1e8 on a correct kernel. Values that agree to
-// within the double rounding that produced them (x = err / sqrt(sum bound^2): a few ulps, bounded
-// by 2^-50 relative) are one value repeated, not a sample: no bias is claimed from them.
-double bias_z(const std::vector<double>& x) {
-  if (x.size() < 2) return 0.0;
-  const double n = static_cast<double>(x.size());
-  double mean = 0, scale = 0;
-  for (double v : x) {
-    mean += v;
-    scale = std::max(scale, std::fabs(v));
+// Two-sided tail P(|T| > t) of Student's t with `dof` degrees of freedom: the regularized incomplete
+// beta I_{dof/(dof+t^2)}(dof/2, 1/2), by its continued fraction (modified Lentz; converges fast for
+// x < (a+1)/(a+b+2), which holds here for every t >= 1).
+double student_t_two_sided_tail(double t, double dof) {
+  const double a = dof / 2, b = 0.5, x = dof / (dof + t * t);
+  const double log_front = std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x) +
+                           b * std::log1p(-x) - std::log(a);
+  constexpr double kTiny = 1e-300;
+  double c = 1, d = 1 - (a + b) * x / (a + 1);
+  d = 1 / (std::fabs(d) < kTiny ? kTiny : d);
+  double f = d;
+  for (int m = 1; m <= 500; ++m) {
+    for (int half = 0; half < 2; ++half) {
+      const double num = half == 0 ? m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m))
+                                   : -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1));
+      d = 1 + num * d;
+      d = 1 / (std::fabs(d) < kTiny ? kTiny : d);
+      c = 1 + num / c;
+      if (std::fabs(c) < kTiny) c = kTiny;
+      f *= c * d;
+    }
+    if (std::fabs(c * d - 1) < 1e-15) break;
   }
-  mean /= n;
-  double var = 0;
-  for (double v : x) var += (v - mean) * (v - mean);
-  var /= n;
-  if (!(std::sqrt(var) > std::ldexp(scale, -50))) return 0.0;
-  return mean / std::sqrt(var / n);
+  return std::exp(log_front) * f;
 }
 
-DriftPoint summarize(int64_t index, const Accumulator& acc, const std::vector<float>& h,
+// The |t| a Student-t statistic with `dof` degrees of freedom exceeds with the same probability as
+// a Gaussian exceeds kDriftZ (6 sigma: 1.97e-9): kDriftZ itself for many clusters, far more for few.
+double t_limit(double dof) {
+  const double target = std::erfc(kDriftZ / std::sqrt(2.0));
+  double lo = kDriftZ, hi = kDriftZ;
+  while (student_t_two_sided_tail(hi, dof) > target && hi < 1e12) hi *= 2;
+  for (int i = 0; i < 100 && hi - lo > 1e-6 * hi; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (student_t_two_sided_tail(mid, dof) > target ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+}  // namespace
+
+BiasTest bias_test(const std::vector<double>& x, const std::vector<int64_t>& cluster) {
+  BiasTest out;
+  // Clusters of one value repeated (whole tokens with bitwise identical errors) are one sample.
+  std::map<int64_t, std::vector<double>> by_cluster;
+  for (size_t i = 0; i < x.size(); ++i) by_cluster[cluster[i]].push_back(x[i]);
+  std::map<std::vector<double>, int64_t> distinct;
+  for (const auto& [id, values] : by_cluster) distinct.emplace(values, id);
+  std::vector<std::pair<double, double>> sums;  // (sum of x, count) per distinct cluster
+  double n = 0, total = 0, scale = 0;
+  for (const auto& [values, id] : distinct) {
+    double sx = 0;
+    for (double v : values) {
+      sx += v;
+      scale = std::max(scale, std::fabs(v));
+    }
+    sums.emplace_back(sx, static_cast<double>(values.size()));
+    n += static_cast<double>(values.size());
+    total += sx;
+  }
+  const double g = static_cast<double>(sums.size());
+  out.clusters = static_cast<int64_t>(g);
+  if (g < 2) return out;
+  const double mean = total / n;
+  // Cluster-robust variance of the mean (two-pass): each cluster's summed deviation from the mean,
+  // with the small-sample factor g / (g - 1).
+  double v = 0;
+  for (const auto& [sx, cnt] : sums) v += (sx - cnt * mean) * (sx - cnt * mean);
+  v = v / (n * n) * g / (g - 1);
+  out.limit = t_limit(g - 1);
+  // Values that agree to within the double rounding that produced them (x = err / sqrt(sum bound^2):
+  // a few ulps, bounded by 2^-50 relative) are one value repeated, not a sample: no bias is claimed.
+  if (!(std::sqrt(v) > std::ldexp(scale, -50) / std::sqrt(n))) return out;
+  out.z = mean / std::sqrt(v);
+  return out;
+}
+
+namespace {
+
+DriftPoint summarize(int64_t index, const Accumulator& acc, const std::vector<float>& h, int64_t cols,
                      double single_ratio) {
   DriftPoint p;
   p.index = index;
   p.max_single_ratio = single_ratio;
   double e2 = 0, b2 = 0;
   std::vector<double> signed_x, shrink_x;
+  std::vector<int64_t> token;
   for (size_t i = 0; i < acc.err.size(); ++i) {
     e2 += acc.err[i] * acc.err[i];
     b2 += acc.bound2[i];
     if (acc.bound2[i] <= 0) continue;
     const double x = acc.err[i] / std::sqrt(acc.bound2[i]);
+    if (!std::isfinite(x)) continue;  // run_one judged it (single-call ratio); not a sample
     const double s = h[i] > 0 ? x : h[i] < 0 ? -x : 0.0;
     p.max_normalized = std::max(p.max_normalized, std::fabs(x));
     signed_x.push_back(x);
     shrink_x.push_back(s);
+    token.push_back(static_cast<int64_t>(i) / cols);
   }
   p.rms_error = std::sqrt(e2 / std::max<size_t>(acc.err.size(), 1));
   p.rw_bound = std::sqrt(b2 / std::max<size_t>(acc.err.size(), 1));
-  p.z_signed = bias_z(signed_x);
-  p.z_shrink = bias_z(shrink_x);
+  const BiasTest sgn = bias_test(signed_x, token), shr = bias_test(shrink_x, token);
+  p.z_signed = sgn.z;
+  p.z_shrink = shr.z;
+  p.z_limit = sgn.limit;  // both have the same clusters but for bitwise duplicates
+  p.z_limit_shrink = shr.limit;
   return p;
 }
 
@@ -81,14 +146,15 @@ Verdict judge(const std::vector<DriftPoint>& pts, const std::string& stage) {
       return Verdict::fail("DRIFT", stage,
                            fmt::format("{} {}: accumulated error {:.3g}x the random-walk scale (limit {})",
                                        stage, p.index, p.max_normalized, kDriftKappa));
-    if (std::fabs(p.z_signed) > kDriftZ)
+    if (std::fabs(p.z_signed) > p.z_limit)
+      return Verdict::fail("DRIFT", stage,
+                           fmt::format("{} {}: systematic signed bias, t = {:.2f} (limit {:.2f})", stage,
+                                       p.index, p.z_signed, p.z_limit));
+    if (std::fabs(p.z_shrink) > p.z_limit_shrink)
       return Verdict::fail(
           "DRIFT", stage,
-          fmt::format("{} {}: systematic signed bias, z = {:.2f}", stage, p.index, p.z_signed));
-    if (std::fabs(p.z_shrink) > kDriftZ)
-      return Verdict::fail("DRIFT", stage,
-                           fmt::format("{} {}: systematic bias toward {} (z = {:.2f})", stage, p.index,
-                                       p.z_shrink < 0 ? "zero" : "larger magnitudes", p.z_shrink));
+          fmt::format("{} {}: systematic bias toward {} (t = {:.2f}, limit {:.2f})", stage, p.index,
+                      p.z_shrink < 0 ? "zero" : "larger magnitudes", p.z_shrink, p.z_limit_shrink));
   }
   return v;
 }
@@ -126,9 +192,17 @@ LayerOutcome run_one(const Kernel& kernel, const Profile& profile, const Case& c
   o.error.resize(o.output.size());
   o.bound.resize(o.output.size());
   for (size_t i = 0; i < o.output.size(); ++i) {
+    if (std::isnan(out->expected[i]) || !std::isfinite(out->bound[i])) {
+      // Nothing can be said about this element (a non-finite input, a possible fp32 overflow: left
+      // to FINITE): it adds neither error nor bound.
+      o.error[i] = o.bound[i] = 0;
+      continue;
+    }
     o.error[i] = static_cast<double>(o.output[i]) - out->expected[i];
     o.bound[i] = out->bound[i];
-    if (out->bound[i] > 0)
+    if (!std::isfinite(o.error[i]))
+      o.max_ratio = INFINITY;
+    else if (out->bound[i] > 0)
       o.max_ratio = std::max(o.max_ratio, std::fabs(o.error[i]) / out->bound[i]);
     else if (o.error[i] != 0)
       o.max_ratio = INFINITY;
@@ -160,7 +234,7 @@ DriftReport run_layer_drift(const Kernel& kernel, const CaseRecipe& base, int la
       acc.bound2[i] += o.bound[i] * o.bound[i];
       h[i] += o.output[i];  // the residual stream stays fp32, as in the models
     }
-    rep.points.push_back(summarize(l + 1, acc, h, o.max_ratio));
+    rep.points.push_back(summarize(l + 1, acc, h, H, o.max_ratio));
   }
   rep.verdict = judge(rep.points, "layer");
   return rep;
@@ -191,7 +265,7 @@ DriftReport run_sequence_drift(const Kernel& kernel, const CaseRecipe& base, int
         out.push_back(o.output[i]);
         if (o.bound[i] > 0) single = std::max(single, std::fabs(o.error[i]) / o.bound[i]);
       }
-    rep.points.push_back(summarize(t0, acc, out, single));
+    rep.points.push_back(summarize(t0, acc, out, H, single));
   }
   rep.verdict = judge(rep.points, "position");
   // Growth with position: the last quarter's error/bound scale may not exceed the first's by more
@@ -216,12 +290,12 @@ void write_drift_csv(const std::vector<DriftReport>& reports, const std::string&
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp);
-    f << "kernel,mode,index,max_single_ratio,rms_error,rw_bound,max_normalized,z_signed,z_shrink\n";
+    f << "kernel,mode,index,max_single_ratio,rms_error,rw_bound,max_normalized,z_signed,z_shrink,z_limit\n";
     for (const auto& r : reports)
       for (const auto& p : r.points)
-        f << fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.4f},{:.4f}\n", r.kernel, r.mode, p.index,
-                         p.max_single_ratio, p.rms_error, p.rw_bound, p.max_normalized, p.z_signed,
-                         p.z_shrink);
+        f << fmt::format("{},{},{},{:.6g},{:.6g},{:.6g},{:.6g},{:.4f},{:.4f},{:.4f}\n", r.kernel, r.mode,
+                         p.index, p.max_single_ratio, p.rms_error, p.rw_bound, p.max_normalized, p.z_signed,
+                         p.z_shrink, p.z_limit);
   }
   std::rename(tmp.c_str(), path.c_str());  // atomic: a reader never sees half a file
 }

@@ -8,6 +8,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/interrupt.h"
 #include "core/output_path.h"
 #include "drivers/fuzz_campaign.h"
 #include "tools/commands.h"
@@ -41,6 +42,7 @@ void add_campaign_command(CLI::App& app, int& exit_code) {
     if (o.out_dir.empty()) o.out_dir = "moefuzz-campaign/" + o.target;
     if (!json.empty()) check_output_file(json);  // before the campaign: a bad path costs nothing
     check_output_dir(o.out_dir);
+    install_interrupt_handlers();  // SIGINT/SIGTERM end the fuzzers and remove DIR/tmp (exit 128+N)
     const FuzzCampaignSummary s = run_fuzz_campaign(o, std::cerr);
     std::cout << format_fuzz_summary(s);
     if (!json.empty()) write_output(json, fuzz_summary_json(s).dump(2) + "\n");

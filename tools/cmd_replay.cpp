@@ -15,6 +15,7 @@
 
 #include "core/case.h"
 #include "core/errors.h"
+#include "core/memory_budget.h"
 #include "core/profile.h"
 #include "core/recipe_text.h"
 #include "core/report.h"
@@ -160,6 +161,9 @@ void add_replay_command(CLI::App& app, int& exit_code) {
       const std::string& path = files[i];
       try {
         CaseRecipe r = parse_recipe_file(path, global_options().max_case_bytes);
+        // The whole check (oracle, transformed cases), not only the case, must fit: refused up front.
+        if (const std::string why = check_memory_refusal(r); !why.empty())
+          throw InputError(fmt::format("{}: {}", path, why));
         std::string kernel_name = kernel_arg;
         if (kernel_name.empty()) {
           std::ifstream in(path);

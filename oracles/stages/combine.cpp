@@ -4,6 +4,11 @@
 #include <cmath>
 
 namespace moefuzz::stages {
+namespace {
+// bf16's largest finite value (0x7F7F): a value the combine rounds to bf16 overflows past it (fp32
+// intermediates only past FLT_MAX, a little higher).
+constexpr double kBf16Max = 0x1.fep127;
+}  // namespace
 
 StageExpectation combine(const Case& c, const Profile& p, std::span<const ExpandedRow> rows,
                          const ExpertOutputs& y) {
@@ -24,6 +29,10 @@ StageExpectation combine(const Case& c, const Profile& p, std::span<const Expand
     for (int64_t o = 0; o < H; ++o) {
       double lo = 0, hi = 0, mag = 0;
       bool nan = false;
+      // The largest magnitude any fp32/bf16 intermediate of a correct combine may take (every
+      // interval below includes its rounding errors); past bf16's largest finite value it may round
+      // to Inf (and Inf - Inf = NaN): nothing can be said, as for a non-finite input.
+      double peak = 0;
       for (int64_t r : rr) {
         double w = rows[static_cast<size_t>(r)].weight;
         if (p.combine == CombineAccum::kBf16Products) w = round_to_bf16(static_cast<float>(w));
@@ -44,16 +53,19 @@ StageExpectation combine(const Case& c, const Profile& p, std::span<const Expand
         lo += prod.lo;
         hi += prod.hi;
         mag += std::max(std::fabs(prod.lo), std::fabs(prod.hi));
+        peak = std::max(peak, pm * (1 + kFp32Unit) + kUnderflowFloor);
       }
       // Accumulation of the slot terms in any order: slots - 1 additions (+1 unit for the oracle's
       // double sums); bf16 atomics round every one of the `slots` additions to bf16.
       const double acc_err = p.combine == CombineAccum::kBf16Atomics ? gamma_n(nslots, kBf16Unit) * mag
                                                                      : gamma_n(nslots, kFp32Unit) * mag;
       Interval s{lo - acc_err - nslots * kUnderflowFloor, hi + acc_err + nslots * kUnderflowFloor};
+      peak = std::max(peak, mag + acc_err + nslots * kUnderflowFloor);  // any partial sum
       if (rsf_in_combine) {
         s = {std::min(s.lo * rsf, s.hi * rsf), std::max(s.lo * rsf, s.hi * rsf)};
         const double m = std::max(std::fabs(s.lo), std::fabs(s.hi));
         s = {s.lo - kFp32Unit * m - kUnderflowFloor, s.hi + kFp32Unit * m + kUnderflowFloor};
+        peak = std::max(peak, m * (1 + kFp32Unit) + kUnderflowFloor);
       }
       if (p.bf16_output) s = round_to_bf16(s);
       const auto& sr = shared_rows[static_cast<size_t>(t)];
@@ -88,9 +100,11 @@ StageExpectation combine(const Case& c, const Profile& p, std::span<const Expand
             std::max(std::fabs(s.lo), std::fabs(s.hi)) + std::max(std::fabs(sh_sum.lo), std::fabs(sh_sum.hi));
         const double e = gamma_n(2, kFp32Unit) * m + kUnderflowFloor;
         s = {s.lo + sh_sum.lo - e, s.hi + sh_sum.hi + e};
+        // A partial shared sum is within smag + its error term, which is less than sh_sum's width.
+        peak = std::max({peak, smag + (sh_sum.hi - sh_sum.lo), m + e});
         if (p.bf16_output) s = round_to_bf16(s);
       }
-      store(&out, t, o, nan ? Interval{kNaN, kNaN} : s);
+      store(&out, t, o, nan || !(peak < kBf16Max) ? Interval{kNaN, kNaN} : s);
     }
   }
   return out;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <mutex>
 
 #include "core/errors.h"
@@ -164,6 +165,31 @@ void widen_experts(CaseRecipe& r, int64_t experts) {
   s.inter = std::min<int64_t>(s.inter, 32);
 }
 
+// The corners of what the recipe validator accepts (issue 15: zero false positives there), one case
+// in 8 (uniform at every size; shrinks toward no corner): routed scaling factors at the ends of the
+// normal fp32 range (2^-126: subnormal weights and outputs; 2^127: fp32 overflow of the output),
+// and one expert's global dequantization scale edited to a subnormal-making (2^-140: every
+// dequantized weight of that matrix is an fp32 subnormal) or a huge value (2^100: GEMM and combine
+// overflow). Extreme E4M3 block scale bytes (subnormal 0x01..0x07, the largest 0x7E) come from
+// WeightProfile::kWideScales and kTinyScales.
+void draw_value_corner(CaseRecipe& r) {
+  const int corner = *one_of<int>({0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2});
+  if (corner == 0) return;
+  const int which = *rc::gen::inRange(0, 8);
+  if (corner == 1) {
+    static constexpr std::array<double, 4> kRsf = {0x1p-126, 1e-30, 1e30, 0x1p127};
+    r.routing.routed_scaling_factor = kRsf[static_cast<size_t>(which % 4)];
+    return;
+  }
+  static constexpr std::array<double, 4> kGlobal = {0x1p-140, 1e-45, 0x1p100, 1e30};
+  static constexpr std::array<const char*, 2> kMatrix = {"gate.global", "down.global"};
+  Edit e;
+  e.tensor = kMatrix[static_cast<size_t>(which % 2)];
+  e.index = {*rc::gen::inRange<int64_t>(0, r.total_experts())};
+  e.value = kGlobal[static_cast<size_t>(which / 2)];
+  r.edits.push_back(std::move(e));
+}
+
 }  // namespace
 
 rc::Gen<CaseRecipe> recipe(ShapeClass shapes) {
@@ -185,6 +211,7 @@ rc::Gen<CaseRecipe> recipe(ShapeClass shapes) {
     // H/I, one case in 16 at full size: drawn last, so every earlier field of a seed's case stays as
     // it was; inRange grows with the size and shrinks toward 0, so tiny and shrunk cases stay narrow.
     if (small && *rc::gen::inRange(0, 16) == 15) widen_experts(r, *one_of<int64_t>({384, 512, 1280}));
+    draw_value_corner(r);  // last too, for the same reason
     return r;
   });
 }

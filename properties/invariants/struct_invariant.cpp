@@ -83,7 +83,12 @@ Invariant make_struct_invariant() {
       const bool normalized = rc.routing.mode == RoutingMode::kHash
                                   ? rc.routing.hash_score != ScoreFunc::kSoftmax
                                   : rc.routing.renormalize;
-      const double allowance = routing_sum_allowance(p, k, abs_sum) + scale * kFp32Unit * abs_sum;
+      // Subnormal weights (a tiny scale) err absolutely; the division by the kernel's score sum
+      // (>= raw - raw_err + eps when normalized) or the largest score amplifies that error.
+      const double lowest_sum = std::max(raw - raw_err, 0.0) + std::max(p.renorm_epsilon, 1e-20);
+      const double allowance =
+          routing_sum_allowance(p, k, abs_sum) + scale * kFp32Unit * abs_sum +
+          routing_sum_underflow_allowance(p, k, std::max(1.0 / lowest_sum, raw + raw_err));
       if (normalized) {
         // w = s_i / (sum + eps): the sum may fall short of 1 by eps / (sum + eps).
         // A profile epsilon of 0 is implemented as 1e-20 by kernels that must stay finite on underflow

@@ -22,15 +22,14 @@ double positive_finite_double() {
       [](double d) { return std::isfinite(d) && d > 0; });
 }
 
-// A routed scaling factor the validator accepts: any double in the normal fp32 range
-// [2^-126, FLT_MAX] (core/recipe.cpp says why), all its bits random.
+// A routed scaling factor the validator accepts: any double in [2^-126, the largest bf16]
+// (core/recipe.cpp says why), all its bits random.
 double fp32_normal_range_double() {
   return *rc::gen::suchThat(
       rc::gen::map(rc::gen::arbitrary<uint64_t>(),
                    [](uint64_t bits) { return std::fabs(std::bit_cast<double>(bits)); }),
       [](double d) {
-        return d >= static_cast<double>(std::numeric_limits<float>::min()) &&
-               d <= static_cast<double>(std::numeric_limits<float>::max());
+        return d >= static_cast<double>(std::numeric_limits<float>::min()) && d <= 0x1.fep127;
       });
 }
 

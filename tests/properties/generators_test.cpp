@@ -15,6 +15,7 @@
 #include <map>
 #include <set>
 
+#include "core/case.h"
 #include "core/errors.h"
 #include "core/recipe.h"
 #include "core/recipe_text.h"
@@ -87,6 +88,41 @@ TEST_F(Generators, ReachWideExpertCounts) {
   for (int64_t e : {384, 512, 1280})
     EXPECT_GT(count(small(), [e](const CaseRecipe& r) { return r.shape.experts == e; }), 0)
         << e << " experts";
+}
+
+// The corners of the accepted value range reach the zero-false-positive sweeps (issue 15): routed
+// scaling factors at both ends of the normal fp32 range, global scales that make every dequantized
+// weight of a matrix subnormal or push the GEMMs toward overflow, and extreme E4M3 block scale bytes
+// (subnormal 0x01..0x07 and the largest finite, 0x7E).
+TEST_F(Generators, ReachTheCornersOfTheAcceptedValueRange) {
+  for (const auto* set : {&small(), &medium()}) {
+    for (double rsf : {0x1p-126, 1e-30, 1e30, 0x1p127})
+      EXPECT_GT(count(*set, [rsf](const CaseRecipe& r) { return r.routing.routed_scaling_factor == rsf; }), 0)
+          << "rsf " << rsf;
+    for (const char* tensor : {"gate.global", "down.global"})
+      for (double value : {0x1p-140, 1e-45, 0x1p100, 1e30})
+        EXPECT_GT(count(*set,
+                        [&](const CaseRecipe& r) {
+                          for (const auto& e : r.edits)
+                            if (e.tensor == tensor && e.value == value) return true;
+                          return false;
+                        }),
+                  0)
+            << tensor << " = " << value;
+    EXPECT_GT(count(*set, [](const CaseRecipe& r) { return r.values.weights == WeightProfile::kTinyScales; }),
+              0);
+    EXPECT_GT(count(*set, [](const CaseRecipe& r) { return r.values.weights == WeightProfile::kWideScales; }),
+              0);
+  }
+  // The E4M3 scale bytes themselves: a kWideScales matrix draws every finite positive byte.
+  CaseRecipe r = small().front();
+  r.values.weights = WeightProfile::kWideScales;
+  r.edits.clear();
+  const Case c = materialize(r);
+  std::set<uint8_t> bytes;
+  for (const auto& e : c.experts) bytes.insert(e.gate.scales.begin(), e.gate.scales.end());
+  EXPECT_TRUE(bytes.count(0x01) || bytes.count(0x02) || bytes.count(0x03)) << "no E4M3 subnormal scale";
+  EXPECT_TRUE(bytes.count(0x7E) || bytes.count(0x7D)) << "no scale at the top of the E4M3 range";
 }
 
 TEST_F(Generators, ReachEveryRoutingMode) {

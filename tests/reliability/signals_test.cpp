@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <random>
+#include <regex>
 #include <thread>
 
 #include "reliability/reliability_support.h"
@@ -159,6 +160,16 @@ TEST_F(ReliabilityTest, RandomTimeSigkillTrialsLeaveCompleteReplayableFindings) 
       // complete and replayable.
       const RunResult r = run_moefuzz({"replay", f.string()});
       EXPECT_EQ(r.exit_code, 1) << "finding " << f << " does not replay\n" << r.output;
+      // ... to the signature its header names (`# kills: INVARIANT/stage`, or CLASS/call for a fault).
+      const std::string text = read_text(f);
+      const size_t at = text.find("# kills: ");
+      ASSERT_NE(at, std::string::npos) << "finding without its signature: " << f;
+      const std::string signature = text.substr(at + 9, text.find('\n', at) - at - 9);
+      const std::string code = signature.substr(0, signature.find('/'));
+      EXPECT_TRUE(r.output.find(signature) != std::string::npos ||
+                  std::regex_search(r.output, std::regex("\\b" + code + "\\s+FAIL")))
+          << "finding " << f << " (" << signature << ") replays to another failure\n"
+          << r.output;
       if (fs::exists(report)) {
         EXPECT_NE(read_text(report).find("REPRO:"), std::string::npos) << report;
       }
