@@ -22,6 +22,7 @@
 #include "kernels/kernel_name.h"
 #include "properties/gen/recipe_gen.h"
 #include "properties/progress_line.h"
+#include "properties/shrinker.h"
 
 namespace moefuzz {
 namespace {
@@ -117,6 +118,10 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     const int size = static_cast<int>(std::min<uint64_t>(100, index));
     CaseRecipe r = gen::sample(gen, o.seed, index, size);
     r.profile = profile;
+    if (o.adapt_recipe) {
+      o.adapt_recipe(r);
+      r = fit_edits(std::move(r));
+    }
     if (interrupt_requested()) {
       s.interrupted_by = interrupt_signal();
       break;

@@ -10,6 +10,7 @@
 //   moefuzz::CampaignSummary s = moefuzz::run_campaign(*kernel, o, std::cerr);
 //   std::cout << moefuzz::format_summary_table(s);
 #include <cstdint>
+#include <functional>
 #include <iosfwd>
 #include <string>
 #include <vector>
@@ -37,6 +38,9 @@ struct CampaignOptions {
   // outside the domain, with the reason, like recipes the kernel does not support.
   int64_t max_case_bytes = kDefaultMaxCaseBytes;
   RunOptions run;
+  // Applied to every drawn recipe before it is validated (its edits are then re-fitted): `check
+  // --weights` fits the recipe to the files' dimensions here (core/tensor_files.h). May be empty.
+  std::function<void(CaseRecipe&)> adapt_recipe;
 };
 
 struct Finding {

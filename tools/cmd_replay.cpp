@@ -26,6 +26,7 @@
 #include "properties/junit_results.h"
 #include "tools/commands.h"
 #include "tools/global_options.h"
+#include "tools/tensor_file_options.h"
 
 namespace moefuzz::cli {
 namespace {
@@ -88,6 +89,8 @@ void add_replay_command(CLI::App& app, int& exit_code) {
   static std::string junit;
   cmd->add_option("--junit", junit,
                   "Write JUnit XML here: one test case per invariant and finding of each file");
+  static TensorFileArgs tensor_files;
+  add_tensor_file_options(cmd, tensor_files);
   static bool sanitize = false;
   cmd->add_flag("--sanitize", sanitize,
                 "Re-run under compute-sanitizer (memcheck, then racecheck); needs a CUDA kernel");
@@ -127,6 +130,12 @@ void add_replay_command(CLI::App& app, int& exit_code) {
                                            std::to_string(global_options().max_case_bytes)};
           if (!kernel_arg.empty()) args.insert(args.end(), {"--kernel", kernel_arg});
           if (!profile_arg.empty()) args.insert(args.end(), {"--profile", profile_arg});
+          if (!tensor_files.weights.empty())
+            args.insert(args.end(),
+                        {"--weights", tensor_files.weights, "--w13-order", tensor_files.w13_order});
+          if (tensor_files.layer >= 0)
+            args.insert(args.end(), {"--layer", std::to_string(tensor_files.layer)});
+          if (!tensor_files.inputs.empty()) args.insert(args.end(), {"--inputs", tensor_files.inputs});
           const int rc = run_under_sanitizer(sanitizer, tool, args);
           // 3 = the sanitizer found errors; 1 = a check failed; both fail the replay.
           if (rc != 0) worst = std::max(worst, rc == 2 ? 2 : 1);
@@ -141,7 +150,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
     (void)select_invariants(invariants);  // a bad --invariants is one usage error, not one per file
     for (const auto& path : files) {
       try {
-        CaseRecipe r = parse_recipe_file(path, global_options().max_case_bytes);
+        CaseRecipe r = load_recipe(path, tensor_files, global_options().max_case_bytes);
         std::string kernel_name = kernel_arg;
         if (kernel_name.empty()) {
           std::ifstream in(path);
