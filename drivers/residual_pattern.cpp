@@ -1,4 +1,4 @@
-#include "properties/residual_pattern.h"
+#include "drivers/residual_pattern.h"
 
 #include <fmt/format.h>
 
