@@ -21,9 +21,9 @@
 #include "core/terminal_width.h"
 #include "drivers/finding_file.h"
 #include "drivers/progress_line.h"
+#include "drivers/shrinker.h"
 #include "kernels/kernel_name.h"
 #include "properties/gen/recipe_gen.h"
-#include "drivers/shrinker.h"
 
 namespace moefuzz {
 namespace {
