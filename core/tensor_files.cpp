@@ -21,13 +21,17 @@ TensorFiles describe_tensor_files(const ExternalTensors& files) {
     t.inputs = describe_captured_inputs(f);
     if (t.inputs->has_token_ids) {
       const TensorInfo& ids = f.tensor(f.has("token_ids") ? "token_ids" : "input_ids");
-      const auto bytes = f.read_all(ids);  // T ids: bounded by the file, a few bytes per token
       const int64_t size = safe_dtype_bytes(ids.dtype);
-      for (int64_t i = 0; i < ids.shape[0]; ++i) {
-        int64_t v = 0;
-        for (int64_t b = size - 1; b >= 0; --b) v = (v << 8) | bytes[static_cast<size_t>(i * size + b)];
-        if (size == 4) v = static_cast<int32_t>(v);
-        t.max_token_id = std::max(t.max_token_id, v);
+      constexpr int64_t kChunk = int64_t{1} << 16;  // ids per read: constant memory for any file
+      for (int64_t first = 0; first < ids.shape[0]; first += kChunk) {
+        const int64_t last = std::min(ids.shape[0], first + kChunk);
+        const auto bytes = f.read_rows(ids, first, last, 0, size);
+        for (int64_t i = 0; i < last - first; ++i) {
+          int64_t v = 0;
+          for (int64_t b = size - 1; b >= 0; --b) v = (v << 8) | bytes[static_cast<size_t>(i * size + b)];
+          if (size == 4) v = static_cast<int32_t>(v);
+          t.max_token_id = std::max(t.max_token_id, v);
+        }
       }
     }
   }

@@ -169,6 +169,37 @@ TEST_F(ModelOptLayerTest, RouterWeightGivesLogitsWhenInputsHaveNone) {
   EXPECT_EQ(c.bias, original.bias);
 }
 
+TEST_F(ModelOptLayerTest, CapturedTokenIdsFeedHashRouting) {
+  CaseRecipe r;
+  r.seed = 3;
+  r.routing.mode = RoutingMode::kHash;
+  const Case original = materialize(r);
+  ASSERT_FALSE(original.token_ids.empty());
+  TensorMap in = captured_input_tensors(original);
+  std::vector<int32_t> ids(original.token_ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>((i * 5 + 1) % r.hash_vocab());
+  in["token_ids"].bytes = i32_bytes(ids);
+  write_safetensors(path("in.safetensors"), in);
+  EXPECT_EQ(load(r, "", 0, path("in.safetensors")).token_ids, ids);
+  ids[1] = static_cast<int32_t>(r.hash_vocab());  // outside the recipe's vocabulary
+  in["token_ids"].bytes = i32_bytes(ids);
+  write_safetensors(path("in.safetensors"), in);
+  try {
+    (void)load(r, "", 0, path("in.safetensors"));
+    ADD_FAILURE() << "an id outside the vocabulary was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("outside the recipe's hash vocabulary"), std::string::npos)
+        << e.what();
+  }
+  // check fits the vocabulary to the captured ids.
+  const TensorFiles t = describe_tensor_files({.inputs = path("in.safetensors")});
+  EXPECT_EQ(t.max_token_id, r.hash_vocab());
+  CaseRecipe fitted = r;
+  fit_recipe_to_files(fitted, t);
+  EXPECT_EQ(fitted.routing.vocab, r.hash_vocab() + 1);
+  EXPECT_EQ(materialize(fitted).token_ids, ids);
+}
+
 TEST_F(ModelOptLayerTest, BadCheckpointsAreOneClearError) {
   const CaseRecipe r = deepseek_like();
   const Case original = materialize(r);
