@@ -10,11 +10,15 @@
 #include <algorithm>
 #include <bit>
 #include <exception>
+#include <optional>
 #include <thread>
 
 #include "core/act_scales.h"
+#include "core/captured_inputs.h"
 #include "core/case_edits.h"
 #include "core/errors.h"
+#include "core/modelopt_layer.h"
+#include "core/safetensors.h"
 #include "core/value_profiles.h"
 
 namespace moefuzz {
@@ -109,9 +113,22 @@ Case materialize(const CaseRecipe& recipe, int64_t max_bytes) {
   HashRoutingTables hash = draw_hash_routing(recipe);
   c.token_ids = std::move(hash.token_ids);
   c.hash_table = std::move(hash.table);
-  c.experts = draw_all_experts(recipe);
+  // Tensors from files replace the drawn ones (docs/weights.md); the files are opened per case and
+  // read only for the slices the shape asks for.
+  bool logits_given = false;
+  if (!recipe.files.inputs.empty())
+    logits_given = load_captured_inputs(c, SafetensorsFile(recipe.files.inputs));
+  std::optional<SafetensorsFile> weights;
+  std::optional<ModelOptLayer> layer;
+  if (!recipe.files.weights.empty()) {
+    weights.emplace(recipe.files.weights);
+    layer = find_modelopt_layer(*weights, recipe.files.weights_layer, recipe.files.weights_w13);
+  }
+  c.experts = weights ? load_modelopt_experts(*weights, *layer, recipe) : draw_all_experts(recipe);
   c.a1_scale = draw_a1_scale(recipe, c.hidden);
   c.a2_scale = draw_a2_scale(recipe, c.hidden, c.experts);
+  if (weights)
+    load_modelopt_router_and_scales(c, *weights, *layer, !recipe.files.inputs.empty() && !logits_given);
   apply_edits(c, recipe.edits);
   return c;
 }

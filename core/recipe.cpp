@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "core/case.h"
+#include "core/sha256.h"
 
 namespace moefuzz {
 namespace {
@@ -226,12 +227,37 @@ std::optional<EditTarget> edit_target(const CaseRecipe& r, std::string_view name
   return std::nullopt;
 }
 
+// A path that the recipe text can carry: printable ASCII without spaces or '#', at most 1024 bytes.
+bool file_path_ok(const std::string& path) {
+  if (path.empty() || path.size() > 1024) return false;
+  for (char c : path)
+    if (c <= 0x20 || c >= 0x7F || c == '#') return false;
+  return true;
+}
+
+std::optional<RecipeIssue> check_files(const ExternalTensors& f) {
+  const auto check = [](const char* key, const char* sha_key, const std::string& path,
+                        const std::string& sha) -> std::optional<RecipeIssue> {
+    if (!path.empty() && !file_path_ok(path))
+      return issue(key, "must be a path of 1..1024 printable ASCII characters without spaces or '#'");
+    if (!sha.empty() && path.empty()) return issue(sha_key, fmt::format("given without '{}'", key));
+    if (!sha.empty() && !is_sha256_hex(sha)) return issue(sha_key, "must be 64 lowercase hex digits");
+    return std::nullopt;
+  };
+  if (auto i = check("weights", "weights_sha256", f.weights, f.weights_sha256)) return i;
+  if (auto i = check("inputs", "inputs_sha256", f.inputs, f.inputs_sha256)) return i;
+  if (auto i = check_range("weights_layer", f.weights_layer, 0, 1 << 20)) return i;
+  if (!enum_in_range(f.weights_w13, W13Order::kUpGate)) return issue("weights_w13", "unknown order");
+  return std::nullopt;
+}
+
 std::optional<RecipeIssue> find_recipe_issue(const CaseRecipe& r) {
   if (!profile_name_ok(r.profile)) return issue("profile", "must be 1..64 characters from [A-Za-z0-9._-]");
   if (auto i = check_shape(r)) return i;
   if (auto i = check_routing(r)) return i;
   if (auto i = check_quant_and_swiglu(r)) return i;
   if (auto i = check_values(r.values)) return i;
+  if (auto i = check_files(r.files)) return i;
   if (r.edits.size() > kMaxEdits)
     return issue("edit", fmt::format("{} edits, more than the limit of {}", r.edits.size(), kMaxEdits));
   for (size_t n = 0; n < r.edits.size(); ++n)

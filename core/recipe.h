@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/profile.h"
+
 namespace moefuzz {
 
 enum class RoutingMode : uint8_t {
@@ -106,6 +108,23 @@ struct Edit {
   bool operator==(const Edit&) const = default;
 };
 
+// Tensors read from files instead of drawn (docs/weights.md, core/modelopt_layer.h,
+// core/captured_inputs.h). A case takes the leading slice of each file tensor that its shape asks
+// for (the first `experts` experts, `tokens` tokens, `hidden` columns, `inter` rows), so shrinking a
+// recipe slices the real tensors. A non-empty *_sha256 pins the file's bytes: parse_recipe_file
+// refuses a file whose SHA-256 differs.
+struct ExternalTensors {
+  std::string weights;  // a ModelOpt NVFP4 safetensors file; "" = weights drawn from the seed
+  std::string weights_sha256;
+  int64_t weights_layer = 0;  // model.layers.{N}
+  // Order of the halves of a fused per-expert w13 tensor (`gate_up_proj`): gate rows first (vLLM,
+  // SGLang, DeepSeek) or up rows first (FlashInfer / TRT-LLM), SPEC.md §3.1. Unused otherwise.
+  W13Order weights_w13 = W13Order::kGateUp;
+  std::string inputs;  // captured hidden states / router logits / token ids; "" = drawn
+  std::string inputs_sha256;
+  bool operator==(const ExternalTensors&) const = default;
+};
+
 struct CaseRecipe {
   uint64_t seed = 1;
   std::string profile = "flashinfer-cutlass";  // backend contract name (oracles/profiles)
@@ -115,6 +134,7 @@ struct CaseRecipe {
   Swiglu swiglu;
   ValueProfile values;
   std::vector<Edit> edits;
+  ExternalTensors files;
   bool operator==(const CaseRecipe&) const = default;
 
   // These helpers saturate instead of overflowing, so they are safe on unvalidated recipes.

@@ -12,10 +12,12 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <span>
 
 #include "core/errors.h"
+#include "core/pinned_files.h"
 #include "core/report.h"
 
 namespace moefuzz {
@@ -47,6 +49,7 @@ MOEFUZZ_ENUM_NAMES(WeightProfile, "normal"sv, "zero_blocks"sv, "wide_scales"sv, 
 MOEFUZZ_ENUM_NAMES(HiddenProfile, "normal"sv, "zero_blocks"sv, "thresholds"sv, "token_spread"sv, "outliers"sv)
 MOEFUZZ_ENUM_NAMES(ActScaleProfile, "calibrated"sv, "far"sv)
 MOEFUZZ_ENUM_NAMES(LoadProfile, "uniform"sv, "zero_token_experts"sv, "one_expert"sv)
+MOEFUZZ_ENUM_NAMES(W13Order, "gate_up"sv, "up_gate"sv)
 #undef MOEFUZZ_ENUM_NAMES
 
 template <class Enum>
@@ -206,16 +209,21 @@ struct Field {
   std::string_view group;  // a comment to_text writes before the first key of a group
   std::function<std::string(const CaseRecipe&)> print;
   std::function<void(std::string_view, CaseRecipe&)> parse;
+  // Whether to_text writes the key (the external-file keys only when their file is named, so a
+  // recipe without files prints as it always did). Empty = always.
+  std::function<bool(const CaseRecipe&)> present;
 };
 
 template <class Access>
 Field field(std::string_view key, Access access, std::string_view group = {}) {
-  return Field{key, group,
+  return Field{key,
+               group,
                [access](const CaseRecipe& r) { return print_value(access(const_cast<CaseRecipe&>(r))); },
                [access](std::string_view v, CaseRecipe& r) {
                  auto& slot = access(r);
                  slot = parse_value<std::remove_reference_t<decltype(slot)>>(v);
-               }};
+               },
+               {}};
 }
 
 #define MOEFUZZ_FIELD(key, member, ...) \
@@ -256,6 +264,25 @@ const std::vector<Field>& fields() {
       MOEFUZZ_FIELD("values.act_scale", values.act_scale),
       MOEFUZZ_FIELD("values.load", values.load),
   };
+  static const std::vector<Field> with_files = [] {
+    std::vector<Field> all = table;
+    const auto weights = [](const CaseRecipe& r) { return !r.files.weights.empty(); };
+    const auto weights_sha = [](const CaseRecipe& r) { return !r.files.weights_sha256.empty(); };
+    const auto inputs = [](const CaseRecipe& r) { return !r.files.inputs.empty(); };
+    const auto inputs_sha = [](const CaseRecipe& r) { return !r.files.inputs_sha256.empty(); };
+    const auto add = [&](Field f, std::function<bool(const CaseRecipe&)> present) {
+      f.present = std::move(present);
+      all.push_back(std::move(f));
+    };
+    add(MOEFUZZ_FIELD("weights", files.weights, "tensors from files (docs/weights.md)"), weights);
+    add(MOEFUZZ_FIELD("weights_sha256", files.weights_sha256), weights_sha);
+    add(MOEFUZZ_FIELD("weights_layer", files.weights_layer), weights);
+    add(MOEFUZZ_FIELD("weights_w13", files.weights_w13), weights);
+    add(MOEFUZZ_FIELD("inputs", files.inputs), inputs);
+    add(MOEFUZZ_FIELD("inputs_sha256", files.inputs_sha256), inputs_sha);
+    return all;
+  }();
+  return with_files;
   return table;
 }
 #undef MOEFUZZ_FIELD
@@ -334,6 +361,7 @@ std::string_view name_of(WeightProfile v) { return enum_name(v); }
 std::string_view name_of(HiddenProfile v) { return enum_name(v); }
 std::string_view name_of(ActScaleProfile v) { return enum_name(v); }
 std::string_view name_of(LoadProfile v) { return enum_name(v); }
+std::string_view name_of(W13Order v) { return enum_name(v); }
 
 template <class Enum>
 std::optional<Enum> parse_name(std::string_view name) {
@@ -362,6 +390,7 @@ MOEFUZZ_INSTANTIATE(WeightProfile)
 MOEFUZZ_INSTANTIATE(HiddenProfile)
 MOEFUZZ_INSTANTIATE(ActScaleProfile)
 MOEFUZZ_INSTANTIATE(LoadProfile)
+MOEFUZZ_INSTANTIATE(W13Order)
 #undef MOEFUZZ_INSTANTIATE
 
 std::string format_real(double v) {
@@ -373,6 +402,7 @@ std::string format_real(double v) {
 std::string to_text(const CaseRecipe& r) {
   std::string out = std::string(kRecipeMagic) + "\n";
   for (const auto& f : fields()) {
+    if (f.present && !f.present(r)) continue;
     if (!f.group.empty()) out += fmt::format("# {}\n", f.group);
     out += fmt::format("{} = {}\n", f.key, f.print(r));
   }
@@ -469,7 +499,7 @@ CaseRecipe parse_recipe(std::string_view text, const std::string& origin, int64_
   return r;
 }
 
-CaseRecipe parse_recipe_file(const std::string& path, int64_t max_case_bytes) {
+CaseRecipe parse_recipe_file(const std::string& path, int64_t max_case_bytes, bool verify_pinned) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) throw InputError(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
   struct Closer {
@@ -493,7 +523,11 @@ CaseRecipe parse_recipe_file(const std::string& path, int64_t max_case_bytes) {
     got += static_cast<size_t>(n);
   }
   text.resize(got);
-  return parse_recipe(text, path, max_case_bytes);
+  CaseRecipe r = parse_recipe(text, path, max_case_bytes);
+  // Files the recipe names are found relative to the recipe, and must still be the pinned bytes.
+  resolve_file_paths(r.files, std::filesystem::path(path).parent_path().string());
+  if (verify_pinned) verify_pinned_files(r.files, path);
+  return r;
 }
 
 }  // namespace moefuzz

@@ -51,8 +51,13 @@ std::string to_text(const CaseRecipe& r);
 CaseRecipe parse_recipe(std::string_view text, const std::string& origin,
                         int64_t max_case_bytes = kDefaultMaxCaseBytes);
 // Reads a regular file (size-checked with fstat before reading) and parses it. A missing,
-// unreadable, non-regular or oversized file throws InputError.
-CaseRecipe parse_recipe_file(const std::string& path, int64_t max_case_bytes = kDefaultMaxCaseBytes);
+// unreadable, non-regular or oversized file throws InputError. Tensor files the recipe names
+// (`weights`, `inputs`) are made absolute against the recipe's directory, and a file whose SHA-256
+// differs from the recipe's `*_sha256` throws InputError (core/pinned_files.h).
+// `verify_pinned` = false skips the hash check, for a caller that replaces the files anyway
+// (replay --weights).
+CaseRecipe parse_recipe_file(const std::string& path, int64_t max_case_bytes = kDefaultMaxCaseBytes,
+                             bool verify_pinned = true);
 
 // Formats a double so that parsing it gives back the same value: shortest round-trip digits, or
 // inf / -inf / nan / -nan.   format_real(2.5) == "2.5", format_real(0.1f) == "0.10000000149011612"
@@ -75,6 +80,7 @@ std::string_view name_of(WeightProfile v);
 std::string_view name_of(HiddenProfile v);
 std::string_view name_of(ActScaleProfile v);
 std::string_view name_of(LoadProfile v);
+std::string_view name_of(W13Order v);
 
 // Instantiated for every enum above.
 template <class Enum>

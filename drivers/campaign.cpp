@@ -25,6 +25,7 @@
 #include "drivers/finding_file.h"
 #include "drivers/ordered_parallel.h"
 #include "drivers/progress_line.h"
+#include "drivers/shrinker.h"
 #include "kernels/kernel_name.h"
 #include "properties/gen/recipe_gen.h"
 
@@ -139,6 +140,10 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     const int size = static_cast<int>(std::min<uint64_t>(100, index));
     d.recipe = gen::sample(gen, o.seed, index, size);
     d.recipe.profile = profile;
+    if (o.adapt_recipe) {
+      o.adapt_recipe(d.recipe);
+      d.recipe = fit_edits(std::move(d.recipe));
+    }
     if (interrupt_requested()) {
       d.kind = DrawnCase::Kind::kInterrupted;
       return d;

@@ -49,6 +49,9 @@ struct CampaignOptions {
   // jobs > 1: makes worker `worker`'s own kernel instance, called on that worker's thread before its
   // first case (so a GPU bound there with kernels/worker_device.h stays the thread's device).
   std::function<std::unique_ptr<Kernel>(int worker)> worker_kernel;
+  // Applied to every drawn recipe before it is validated (its edits are then re-fitted): `check
+  // --weights` fits the recipe to the files' dimensions here (core/tensor_files.h). May be empty.
+  std::function<void(CaseRecipe&)> adapt_recipe;
 };
 
 struct Finding {

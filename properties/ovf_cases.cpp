@@ -42,6 +42,7 @@ std::vector<OvfProbe> ovf_probes(const CaseRecipe& base) {
   r.routing.shared_fusion = SharedFusion::kSeparate;
   r.routing.vocab = 1;
   r.edits.clear();
+  r.files = {};  // a synthetic shape far larger than any file's slice: the probe's tensors are drawn
   r.edits.push_back(Edit{"token_ids", {0}, 0});
   int64_t slot = 0;
   for (int64_t e : targets) r.edits.push_back(Edit{"hash_table", {0, slot++}, static_cast<double>(e)});

@@ -1,5 +1,6 @@
 // moefuzz check --kernel K [--profile P] [--cases N | --time S] [--seed S] [--shapes ...]
 //               [--invariants a,b] [--tier large] [--out DIR] [--json FILE]
+//               [--weights FILE [--layer N]] [--inputs FILE]
 // A random differential + metamorphic campaign; exit 1 when anything failed.
 #include <fmt/format.h>
 #include <unistd.h>
@@ -9,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
@@ -21,6 +23,7 @@
 #include "tools/check_workers.h"
 #include "tools/commands.h"
 #include "tools/global_options.h"
+#include "tools/tensor_file_options.h"
 
 namespace moefuzz::cli {
 
@@ -96,6 +99,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--json", a.json, "Write the summary as JSON here");
   cmd->add_option("--junit", a.junit, "Write JUnit XML here: one test case per invariant and per finding");
+  static TensorFileArgs files;
+  add_tensor_file_options(cmd, files);
   cmd->callback([cmd, &exit_code] {
     a.seed_given = cmd->count("--seed") > 0;
     if (!a.seed_given) a.seed = time_seed();
@@ -107,6 +112,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
     // SIGINT/SIGTERM: stop at the next case or invariant, end the kernel's child, print the summary
     // so far and write the JSON (the other commands keep the default: they end at once, and their
     // kernel children with them through PR_SET_PDEATHSIG).
+    // Tensor files are checked before the kernel loads: a bad file is exit 2 at once.
+    std::optional<TensorFiles> tensor_files;
+    if (files.given() || files.layer >= 0) tensor_files = resolve_tensor_files(files);
     install_interrupt_handlers();
     const auto kernel = make_kernel(a.kernel);
     CampaignOptions o;
@@ -127,9 +135,21 @@ void add_check_command(CLI::App& app, int& exit_code) {
     o.run.tactic = a.tactic;
     o.jobs = a.jobs > 0 ? a.jobs : default_jobs();
     o.worker_kernel = worker_kernel_factory(a.kernel);
+    if (tensor_files) o.adapt_recipe = [t = *tensor_files](CaseRecipe& r) { fit_recipe_to_files(r, t); };
     std::cerr << fmt::format("moefuzz check: kernel {} (profile {}), seed {}, shapes {}, {} job(s)\n",
                              a.kernel, a.profile.empty() ? kernel->profile() : a.profile, a.seed, a.shapes,
                              o.jobs);
+    if (tensor_files && tensor_files->layer)
+      std::cerr << fmt::format("moefuzz check: weights {} layer {} ({} experts{}, hidden {}, inter {})\n",
+                               tensor_files->files.weights, tensor_files->layer->layer,
+                               tensor_files->layer->experts,
+                               tensor_files->layer->has_shared ? " + 1 shared" : "",
+                               tensor_files->layer->hidden, tensor_files->layer->inter);
+    if (tensor_files && tensor_files->inputs)
+      std::cerr << fmt::format("moefuzz check: inputs {} ({} tokens{}{})\n", tensor_files->files.inputs,
+                               tensor_files->inputs->tokens,
+                               tensor_files->inputs->logit_experts > 0 ? ", router logits" : "",
+                               tensor_files->inputs->has_token_ids ? ", token ids" : "");
     const CampaignSummary s = run_campaign(*kernel, o, std::cerr);
     if (s.cases == 0 &&
         s.interrupted_by ==

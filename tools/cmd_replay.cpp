@@ -31,6 +31,7 @@
 #include "tools/check_workers.h"
 #include "tools/commands.h"
 #include "tools/global_options.h"
+#include "tools/tensor_file_options.h"
 
 namespace moefuzz::cli {
 namespace {
@@ -97,6 +98,8 @@ void add_replay_command(CLI::App& app, int& exit_code) {
   cmd->add_option("-j,--jobs", jobs,
                   "Files replayed at once (default: all cores; output stays in file order)")
       ->check(CLI::PositiveNumber);
+  static TensorFileArgs tensor_files;
+  add_tensor_file_options(cmd, tensor_files);
   static bool sanitize = false;
   cmd->add_flag("--sanitize", sanitize,
                 "Re-run under compute-sanitizer (memcheck, then racecheck); needs a CUDA kernel");
@@ -136,6 +139,12 @@ void add_replay_command(CLI::App& app, int& exit_code) {
                                            std::to_string(global_options().max_case_bytes)};
           if (!kernel_arg.empty()) args.insert(args.end(), {"--kernel", kernel_arg});
           if (!profile_arg.empty()) args.insert(args.end(), {"--profile", profile_arg});
+          if (!tensor_files.weights.empty())
+            args.insert(args.end(),
+                        {"--weights", tensor_files.weights, "--w13-order", tensor_files.w13_order});
+          if (tensor_files.layer >= 0)
+            args.insert(args.end(), {"--layer", std::to_string(tensor_files.layer)});
+          if (!tensor_files.inputs.empty()) args.insert(args.end(), {"--inputs", tensor_files.inputs});
           const int rc = run_under_sanitizer(sanitizer, tool, args);
           // 3 = the sanitizer found errors; 1 = a check failed; both fail the replay.
           if (rc != 0) worst = std::max(worst, rc == 2 ? 2 : 1);
@@ -160,7 +169,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
       if (i >= files.size()) return d;
       const std::string& path = files[i];
       try {
-        CaseRecipe r = parse_recipe_file(path, global_options().max_case_bytes);
+        CaseRecipe r = load_recipe(path, tensor_files, global_options().max_case_bytes);
         // The whole check (oracle, transformed cases), not only the case, must fit: refused up front.
         if (const std::string why = check_memory_refusal(r); !why.empty())
           throw InputError(fmt::format("{}: {}", path, why));

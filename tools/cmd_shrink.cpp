@@ -19,6 +19,7 @@
 #include "kernels/registry.h"
 #include "tools/commands.h"
 #include "tools/global_options.h"
+#include "tools/tensor_file_options.h"
 
 namespace moefuzz::cli {
 
@@ -46,9 +47,11 @@ void add_shrink_command(CLI::App& app, int& exit_code) {
       ->capture_default_str()
       ->check(CLI::Range(0, 64));
   cmd->add_flag("-q,--quiet", quiet, "No progress lines");
+  static TensorFileArgs tensor_files;
+  add_tensor_file_options(cmd, tensor_files);
   cmd->callback([&exit_code] {
     check_output_file(out);  // before the shrink: a bad path costs nothing
-    const CaseRecipe r = parse_recipe_file(file, global_options().max_case_bytes);
+    const CaseRecipe r = load_recipe(file, tensor_files, global_options().max_case_bytes);
     std::string text;
     {
       std::ifstream in(file);
