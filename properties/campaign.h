@@ -20,6 +20,7 @@
 #include "core/verdict.h"
 #include "kernels/kernel.h"
 #include "properties/check_engine.h"
+#include "properties/run_coverage.h"
 
 namespace moefuzz {
 
@@ -41,6 +42,7 @@ struct CampaignOptions {
 
 struct Finding {
   std::string signature;  // invariant/stage
+  std::string message;    // the first failing case's one-line message (with its residual pattern)
   std::string recipe_path;
   std::string report_path;
   std::string repro;        // the one-line command
@@ -49,6 +51,8 @@ struct Finding {
 
 struct CampaignSummary {
   std::string kernel;
+  std::string profile;  // the profile in force
+  std::string shapes;   // the shape class drawn from (--shapes)
   uint64_t seed = 0;
   int64_t cases = 0;             // checked
   int64_t unsupported = 0;       // drawn but outside the kernel's domain
@@ -56,6 +60,7 @@ struct CampaignSummary {
   double seconds = 0;
   int interrupted_by = 0;  // the signal (SIGINT, SIGTERM) that stopped the campaign early, else 0
   Tallies tallies;
+  RunCoverage reached;  // routing modes, profiles, shape classes and hostile corners of the checked cases
   std::vector<Finding> findings;
 };
 
@@ -66,6 +71,8 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& option
 Finding save_finding(const CaseRecipe& recipe, const Verdict& v, const std::string& kernel_name,
                      const std::string& out_dir, int64_t index, const std::string& profile_override = "");
 std::string format_summary_table(const CampaignSummary& s);
+// The summary as JSON; `moefuzz check` also writes it as DIR/summary.json, which `moefuzz report`
+// reads (docs/report.md).
 nlohmann::json summary_json(const CampaignSummary& s);
 // The `# kernel: NAME` header line of a saved finding, or "" when absent.
 std::string kernel_named_in(const std::string& recipe_text);

@@ -152,7 +152,7 @@ KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
     m.invariants.push_back(inv.code);
     if (!inv.expensive) cheap.push_back(&inv);
   }
-  const rc::Gen<CaseRecipe> gen = gen::recipe_for(o.shapes);
+  const rc::Gen<CaseRecipe> gen = gen::recipe_for(o.shapes, o.max_case_bytes);
 
   // The registry's mutants (all, or those named), then named kernels from outside the registry (a
   // plugin path, a py: kernel) that declare expected killers: users score their own mutants too.
@@ -186,10 +186,12 @@ KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
       for (uint64_t index = 0; index < 64; ++index) {
         CaseRecipe r = focus_on(inv.code, 0, gen::sample(gen, o.seed, index, 10));
         r.profile = kernel->profile();
-        if (!kernel->supports(r).empty() || !validate(r).empty() || !inv.applies(*kernel, r).empty())
+        if (!kernel->supports(r).empty() || !validate(r).empty() ||
+            estimate_case_bytes(r) > o.max_case_bytes || !inv.applies(*kernel, r).empty())
           continue;
         ++row.cases;
-        const CaseReport rep = check_case(*kernel, materialize(r), CheckOptions{.invariants = {&inv}});
+        const CaseReport rep =
+            check_case(*kernel, materialize(r, o.max_case_bytes), CheckOptions{.invariants = {&inv}});
         for (const auto& v : rep.verdicts)
           if (v.failed()) row.kills[v.invariant] = KillCell{row.cases, since(start)};
         break;
@@ -200,11 +202,11 @@ KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
       if (all_declared_killed(row)) break;
       CaseRecipe r = campaign_case(gen, o.seed, index, row.expected);
       r.profile = kernel->profile();
-      if (!kernel->supports(r).empty() || !validate(r).empty()) {
+      if (!kernel->supports(r).empty() || !validate(r).empty() || estimate_case_bytes(r) > o.max_case_bytes) {
         if (index > static_cast<uint64_t>(o.max_cases_per_mutant) * 20) break;
         continue;
       }
-      const Case c = materialize(r);
+      const Case c = materialize(r, o.max_case_bytes);
       CheckOptions co;
       for (const Invariant* inv : cheap) {
         auto it = row.kills.find(inv->code);
@@ -254,9 +256,11 @@ KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
       CaseRecipe r =
           gen::sample(gen, o.seed ^ 0xC0FFEEu, index, static_cast<int>(std::min<uint64_t>(100, index)));
       r.profile = kernel->profile();
-      if (!kernel->supports(r).empty() || !validate(r).empty()) continue;
+      if (!kernel->supports(r).empty() || !validate(r).empty() || estimate_case_bytes(r) > o.max_case_bytes)
+        continue;
       ++run;
-      const CaseReport rep = check_case(*kernel, materialize(r), CheckOptions{.invariants = cheap});
+      const CaseReport rep =
+          check_case(*kernel, materialize(r, o.max_case_bytes), CheckOptions{.invariants = cheap});
       if (rep.failed()) {
         if (failures++ == 0)
           m.correct_first_failure[entry.name] =

@@ -21,6 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/recipe.h"
+
 namespace moefuzz {
 
 struct KillCell {
@@ -48,6 +50,9 @@ struct KillMatrixOptions {
   int64_t correct_cases = 60;        // false-positive sweep per correct built-in kernel
   bool baselines = false;            // also apply the upstream-style checkers
   bool ovf_probe = true;             // OVF's 2^31 probe (~3.5 GB case, ~35 s) for mutants declaring OVF
+  // Drawn recipes above this many bytes (estimate_case_bytes) are skipped like unsupported ones
+  // (`moefuzz mutants` passes --max-case-bytes).
+  int64_t max_case_bytes = kDefaultMaxCaseBytes;
 };
 
 struct KillMatrix {

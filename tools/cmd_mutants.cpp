@@ -13,6 +13,7 @@
 #include "properties/junit_results.h"
 #include "properties/kill_matrix.h"
 #include "tools/commands.h"
+#include "tools/global_options.h"
 
 namespace moefuzz::cli {
 
@@ -46,6 +47,7 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
             "invariants expected to kill it)",
             name));
     }
+    o.max_case_bytes = global_options().max_case_bytes;
     if (!json.empty()) check_output_file(json);  // before the matrix: a bad path costs nothing
     const KillMatrix m = run_kill_matrix(o);
     std::cout << format_kill_matrix(m);
