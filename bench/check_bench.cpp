@@ -16,10 +16,10 @@
 #include <vector>
 
 #include "core/case.h"
+#include "drivers/check_engine.h"
+#include "drivers/kill_matrix.h"
 #include "kernels/registry.h"
-#include "properties/check_engine.h"
 #include "properties/gen/recipe_gen.h"
-#include "properties/kill_matrix.h"
 
 namespace moefuzz {
 namespace {

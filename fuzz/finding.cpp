@@ -7,7 +7,7 @@
 #include "core/errors.h"
 #include "core/recipe_text.h"
 #include "core/report.h"
-#include "properties/campaign.h"
+#include "drivers/campaign.h"
 
 namespace moefuzz::fuzz {
 namespace {

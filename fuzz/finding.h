@@ -1,7 +1,7 @@
 #pragma once
 // How a fuzz target reports a finding (a failed verdict): it prints the failure report
 // (core/report.h, with a REPRO line), saves the recipe + report when $MOEFUZZ_FINDINGS_DIR is set
-// (properties/campaign.h save_finding: `# kernel: NAME` header, atomic write), then calls the finding
+// (drivers/campaign.h save_finding: `# kernel: NAME` header, atomic write), then calls the finding
 // handler. The default handler calls abort(), so libFuzzer stores the input as crash-<sha1>; the
 // replay runner (fuzz/replay_main.cpp) installs a handler that records the finding and returns, so the
 // target returns normally and the runner decides whether a failure was expected.

@@ -1,6 +1,6 @@
 // moe_layer_fuzzer: bytes -> a small recipe (T <= 8, H <= 128, I <= 64, E <= 16; fuzz/recipe_bytes.h)
 // -> the whole pipeline of the kernel under test through the invariant registry's cheap invariants
-// (the check engine, properties/check_engine.h). A failed verdict is a finding (fuzz/finding.h).
+// (the check engine, drivers/check_engine.h). A failed verdict is a finding (fuzz/finding.h).
 //   $MOEFUZZ_KERNEL      registry name, mutant (mutant/z1-rsf-twice) or plugin .so path; default `cpu`
 //   $MOEFUZZ_INVARIANTS  comma-separated invariant codes; default kCheapInvariants below
 // Semantic features: mode x flags, shapes around tile boundaries, value profiles, edits, zero-token
@@ -15,12 +15,12 @@
 
 #include "core/case.h"
 #include "core/errors.h"
+#include "drivers/check_engine.h"
 #include "fuzz/finding.h"
 #include "fuzz/recipe_bytes.h"
 #include "fuzz/recipe_mutator.h"
 #include "fuzz/semantic_features.h"
 #include "fuzz/target_kernel.h"
-#include "properties/check_engine.h"
 
 namespace {
 

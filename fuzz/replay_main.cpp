@@ -23,10 +23,11 @@
 #include "core/case.h"
 #include "core/errors.h"
 #include "core/recipe_text.h"
+#include "drivers/check_engine.h"
+#include "drivers/finding_file.h"
 #include "fuzz/finding.h"
 #include "fuzz/target_kernel.h"
 #include "kernels/registry.h"
-#include "properties/check_engine.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size);
 
@@ -56,21 +57,6 @@ std::vector<fs::path> files_in(const fs::path& p, const std::string& ext = "") {
 std::string read_all(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), {}};
-}
-
-// Value of a `# key: value` header line ("" when absent).
-std::string header(const std::string& text, const std::string& key) {
-  std::istringstream in(text);
-  std::string line;
-  const std::string tag = "# " + key + ":";
-  while (std::getline(in, line)) {
-    if (line.rfind(tag, 0) != 0) continue;
-    std::string v = line.substr(tag.size());
-    v.erase(0, v.find_first_not_of(" \t"));
-    v.erase(v.find_last_not_of(" \t\r") + 1);
-    return v;
-  }
-  return "";
 }
 
 int replay_corpus(const fs::path& dir) {
@@ -114,8 +100,9 @@ int replay_regressions(const fs::path& dir) {
   for (const fs::path& f : files_in(dir, ".moefuzz")) {
     const std::string text = read_all(f);
     const CaseRecipe r = parse_recipe_file(f.string());
-    const std::string kernel = header(text, "kernel");
-    const std::string kills = header(text, "kills");
+    const FindingHeader finding = read_finding_header(text);
+    const std::string kernel = finding.kernel;
+    const std::string kills = finding.kills;
     // The killing invariant alone when named (it may be an expensive one); else every cheap one.
     const std::string invariants = kills.empty() ? "all" : kills.substr(0, kills.find('/'));
     const auto t0 = std::chrono::steady_clock::now();

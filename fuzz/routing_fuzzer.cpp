@@ -13,6 +13,7 @@
 
 #include "core/case.h"
 #include "core/profile.h"
+#include "drivers/check_engine.h"
 #include "fuzz/finding.h"
 #include "fuzz/recipe_bytes.h"
 #include "fuzz/recipe_mutator.h"
@@ -20,7 +21,6 @@
 #include "fuzz/target_kernel.h"
 #include "kernels/canary.h"
 #include "oracles/routing_ref.h"
-#include "properties/check_engine.h"
 
 namespace {
 

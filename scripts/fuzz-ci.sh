@@ -30,7 +30,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}"  # leak checks belong to t
 
 # Each file runs once on `cpu`; a finding aborts, so libFuzzer exits non-zero. corpora/regressions/
 # must pass on `cpu` too (zero false positives); that each still kills its `# kernel:` is checked by
-# ctest (fuzz_replay.moe_layer_fuzzer --regressions, properties_regressions_test).
+# ctest (fuzz_replay.moe_layer_fuzzer --regressions, drivers_regressions_test).
 stamp "replay corpora on cpu (sanitized)"
 for t in "${targets[@]}"; do
   files=("$root/corpora/$t"/*)

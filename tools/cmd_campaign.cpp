@@ -1,6 +1,6 @@
 // moefuzz campaign --target T --time S [--workers N] [--kernel K] [--out DIR]: a libFuzzer fork-mode
 // campaign of build/fuzz/bin/<T>_fuzzer with findings converted to recipes, deduplicated by
-// signature and shrunk as they appear (properties/fuzz_campaign.h). Exit 0 no finding, 1 findings,
+// signature and shrunk as they appear (drivers/fuzz_campaign.h). Exit 0 no finding, 1 findings,
 // 2 bad usage (including fuzz targets not built).
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/output_path.h"
-#include "properties/fuzz_campaign.h"
+#include "drivers/fuzz_campaign.h"
 #include "tools/commands.h"
 
 namespace moefuzz::cli {

@@ -14,10 +14,10 @@
 #include "core/errors.h"
 #include "core/interrupt.h"
 #include "core/output_path.h"
+#include "drivers/campaign.h"
+#include "drivers/junit_results.h"
 #include "kernels/plugin_kernel.h"
 #include "kernels/registry.h"
-#include "properties/campaign.h"
-#include "properties/junit_results.h"
 #include "tools/commands.h"
 #include "tools/global_options.h"
 

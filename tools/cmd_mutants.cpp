@@ -9,9 +9,9 @@
 #include "core/atomic_file.h"
 #include "core/errors.h"
 #include "core/output_path.h"
+#include "drivers/junit_results.h"
+#include "drivers/kill_matrix.h"
 #include "kernels/registry.h"
-#include "properties/junit_results.h"
-#include "properties/kill_matrix.h"
 #include "tools/commands.h"
 #include "tools/global_options.h"
 

@@ -19,11 +19,12 @@
 #include "core/recipe_text.h"
 #include "core/report.h"
 #include "core/repro_command.h"
+#include "drivers/campaign.h"
+#include "drivers/finding_file.h"
+#include "drivers/findings_ledger.h"
+#include "drivers/junit_results.h"
 #include "kernels/kernel_name.h"
 #include "kernels/registry.h"
-#include "properties/campaign.h"
-#include "properties/findings_ledger.h"
-#include "properties/junit_results.h"
 #include "tools/commands.h"
 #include "tools/global_options.h"
 
@@ -104,7 +105,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
           std::ifstream in(path);
           std::stringstream ss;
           ss << in.rdbuf();
-          k = kernel_named_in(ss.str());
+          k = read_finding_header(ss.str()).kernel;
         }
         const auto& reg = kernel_registry();
         const bool cuda = std::any_of(reg.begin(), reg.end(), [&](const KernelEntry& e) {
@@ -147,7 +148,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
           std::ifstream in(path);
           std::stringstream ss;
           ss << in.rdbuf();
-          kernel_name = kernel_named_in(ss.str());
+          kernel_name = read_finding_header(ss.str()).kernel;
           if (kernel_name.empty()) kernel_name = "cpu";
         }
         const auto kernel = make_kernel(kernel_name);

@@ -1,5 +1,5 @@
 // moefuzz shrink FILE --kernel K -o OUT [--time S] [--all-invariants] [--signature INV/STAGE]:
-// minimize a failing case while its failure signature still fails (properties/shrinker.h) and write
+// minimize a failing case while its failure signature still fails (drivers/shrinker.h) and write
 // the result atomically as a regression file. Exit 0 shrunk, 1 the input did not fail, 2 bad input.
 #include <fmt/format.h>
 
@@ -12,10 +12,11 @@
 #include "core/output_path.h"
 #include "core/recipe_text.h"
 #include "core/repro_command.h"
+#include "drivers/campaign.h"
+#include "drivers/finding_file.h"
+#include "drivers/shrinker.h"
 #include "kernels/kernel_name.h"
 #include "kernels/registry.h"
-#include "properties/campaign.h"
-#include "properties/shrinker.h"
 #include "tools/commands.h"
 #include "tools/global_options.h"
 
@@ -55,9 +56,9 @@ void add_shrink_command(CLI::App& app, int& exit_code) {
       ss << in.rdbuf();
       text = ss.str();
     }
-    std::string kernel_name = kernel_arg.empty() ? kernel_named_in(text) : kernel_arg;
+    std::string kernel_name = kernel_arg.empty() ? read_finding_header(text).kernel : kernel_arg;
     if (kernel_name.empty()) kernel_name = "cpu";
-    if (o.expected_signature.empty()) o.expected_signature = kills_named_in(text);
+    if (o.expected_signature.empty()) o.expected_signature = read_finding_header(text).kills;
     const auto kernel = make_kernel(kernel_name);
     if (!quiet) o.log = [](const std::string& line) { std::cerr << "shrink: " << line << "\n"; };
     const ShrinkResult s = shrink_recipe(*kernel, r, o);

@@ -14,7 +14,8 @@
 
 #include "core/errors.h"
 #include "core/recipe_text.h"
-#include "properties/run_coverage.h"
+#include "drivers/finding_file.h"
+#include "drivers/run_coverage.h"
 
 namespace moefuzz::cli {
 namespace {
@@ -34,31 +35,15 @@ std::string read_text(const fs::path& p) {
   return s.str();
 }
 
-std::string header_value(const std::string& text, std::string_view tag) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(tag, 0) == 0) return line.substr(tag.size());
-  return "";
-}
-
-// A saved finding: `moefuzz check`'s (# moefuzz finding / # kernel / # MESSAGE / # REPRO) or a
-// campaign's shrunk regression (# kernel / # kills / # message / # REPRO).
+// A saved finding (drivers/finding_file.h), with the failure report beside it when there is one.
 FindingEntry read_finding(const fs::path& recipe) {
   FindingEntry f;
   f.file = fs::absolute(recipe).lexically_normal().string();
-  const std::string text = read_text(recipe);
-  f.kernel = header_value(text, "# kernel: ");
-  f.repro = header_value(text, "# REPRO: ");
-  f.signature = header_value(text, "# moefuzz finding: ");
-  if (f.signature.empty()) f.signature = header_value(text, "# kills: ");
-  f.message = header_value(text, "# message: ");
-  if (f.message.empty()) {  // the comment line after "# kernel: ..."
-    const size_t k = text.find("# kernel: ");
-    const size_t eol = k == std::string::npos ? k : text.find('\n', k);
-    if (eol != std::string::npos && text.compare(eol + 1, 2, "# ") == 0)
-      f.message = text.substr(eol + 3, text.find('\n', eol + 1) - eol - 3);
-  }
+  const FindingHeader h = read_finding_header(read_text(recipe));
+  f.signature = h.kills;
+  f.kernel = h.kernel;
+  f.message = h.message;
+  f.repro = h.repro;
   fs::path report = recipe;
   report.replace_extension(".txt");
   std::error_code ec;
@@ -226,8 +211,11 @@ std::string render_report_page(const std::string& dir_arg) {
   if (summary.contains("findings") && summary["findings"].is_array())
     for (const auto& jf : summary["findings"])
       for (auto& f : findings)
-        if (jf.value("recipe", "") == f.file || jf.value("path", "") == f.file)
+        if (jf.value("recipe", "") == f.file || jf.value("path", "") == f.file) {
           f.occurrences = jf.value("occurrences", int64_t{0});
+          // The summary keeps the whole message; a finding file's header is cut to one short line.
+          f.message = jf.value("message", f.message);
+        }
 
   std::string body;
   const std::string kernel = summary.value("kernel", findings.empty() ? "" : findings.front().kernel);

@@ -177,12 +177,14 @@ Invariant make_dup_invariant() {
     const StageExpectation& out = output_stage(ctx.oracle());
     std::vector<double> got(out.expected.size(), NAN), expected(out.expected.size(), NAN);
     int64_t dup_tokens = 0;
+    std::vector<uint8_t> is_dup(static_cast<size_t>(sh.tokens), 0);
     for (int64_t t = 0; t < sh.tokens; ++t) {
       const int64_t tid = c.token_ids[static_cast<size_t>(t)];
       std::multiset<int32_t> row(c.hash_table.begin() + tid * sh.top_k,
                                  c.hash_table.begin() + (tid + 1) * sh.top_k);
       if (std::set<int32_t>(row.begin(), row.end()).size() == row.size()) continue;
       ++dup_tokens;
+      is_dup[static_cast<size_t>(t)] = 1;
       std::multiset<int32_t> routed;
       for (int64_t j = 0; j < r.routing.slots; ++j) {
         const int32_t id = r.routing.ids[static_cast<size_t>(t * r.routing.slots + j)];
@@ -199,9 +201,35 @@ Invariant make_dup_invariant() {
       }
     }
     if (dup_tokens == 0) return Verdict::skip("DUP", "no token's table row repeats an expert");
-    return unless_vacuous(
-        compare_elementwise("DUP", "output", got, expected, out.bound, sh.tokens, sh.hidden), got, expected,
-        out.bound, sh.tokens, sh.hidden);
+    // "Each slot keeps its own weight" is checked where it is decided too: the repeated slots'
+    // routing weights against the oracle's route stage (the kernel's own ids, the profile's
+    // semantics: the expectation ORACLE compares). This holds the invariant to account where the
+    // output cannot (a layer whose output underflows to zero accepts any weights).
+    Verdict by_weight = Verdict::pass("DUP", "route");
+    if (const StageExpectation* route = ctx.oracle().stage("route");
+        route != nullptr && route->expected.size() == r.routing.weights.size()) {
+      std::vector<double> wgot(route->expected.size(), NAN), wexp(route->expected.size(), NAN);
+      for (int64_t t = 0; t < sh.tokens; ++t) {
+        if (!is_dup[static_cast<size_t>(t)]) continue;
+        for (int64_t j = 0; j < route->cols; ++j) {
+          const size_t i = static_cast<size_t>(t * route->cols + j);
+          wgot[i] = r.routing.weights[i];
+          wexp[i] = route->expected[i];
+        }
+      }
+      by_weight = unless_vacuous(
+          compare_elementwise("DUP", "route", wgot, wexp, route->bound, route->rows, route->cols), wgot, wexp,
+          route->bound, route->rows, route->cols);
+      if (by_weight.failed()) {
+        by_weight.message = "a repeated expert's slot weight: " + by_weight.message;
+        return by_weight;
+      }
+    }
+    Verdict by_output =
+        unless_vacuous(compare_elementwise("DUP", "output", got, expected, out.bound, sh.tokens, sh.hidden),
+                       got, expected, out.bound, sh.tokens, sh.hidden);
+    if (by_output.outcome == Outcome::kVacuous && by_weight.outcome == Outcome::kPass) return by_weight;
+    return by_output;
   };
   return inv;
 }

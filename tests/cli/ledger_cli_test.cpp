@@ -1,4 +1,4 @@
-// `moefuzz replay --ledger FILE` (properties/findings_ledger.h): the repository's ledger
+// `moefuzz replay --ledger FILE` (drivers/findings_ledger.h): the repository's ledger
 // (corpora/ledger.json) replays clean; a failure not in the ledger is a NEW finding (exit 1); an
 // expected failure that passes is an UNEXPECTED PASS (exit 1); a fixed entry passes (exit 0) and
 // fails as a REGRESSION when the bug returns (exit 1); a malformed ledger is bad input (exit 2).

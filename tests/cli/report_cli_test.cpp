@@ -64,8 +64,8 @@ TEST_F(ReportCli, FindingsAppearInTheBrowserAndScriptsStayText) {
   ASSERT_TRUE(fs::exists(out / "summary.json")) << check.output;
   // A kernel's message is data: a finding whose message holds markup (as a plugin's error text may).
   std::ofstream(out / "finding-900-ERROR_layer.moefuzz")
-      << "MOEFUZZ v1\n# moefuzz finding: ERROR/layer\n# kernel: evil\n"
-         "# kernel error: <script>document.body.setAttribute('data-pwned','yes')</script><b "
+      << "MOEFUZZ v1\n# kills: ERROR/layer\n# kernel: evil\n"
+         "# message: kernel error: <script>document.body.setAttribute('data-pwned','yes')</script><b "
          "id=\"bold\">x</b>\n"
          "# REPRO: moefuzz replay x --kernel evil\nseed = 1\n";
 

@@ -20,9 +20,9 @@
 
 #include "core/case.h"
 #include "core/profile.h"
+#include "drivers/campaign.h"
 #include "kernels/registry.h"
 #include "oracles/oracle.h"
-#include "properties/campaign.h"
 #include "properties/invariant.h"
 #ifdef MOEFUZZ_WITH_CUDA
 #include "kernels/cuda/moe_pipeline.h"

@@ -15,10 +15,10 @@
 #include "core/case.h"
 #include "core/errors.h"
 #include "core/profile.h"
+#include "drivers/check_engine.h"
 #include "kernels/isolated_run.h"
 #include "kernels/plugin_kernel.h"
 #include "kernels/registry.h"
-#include "properties/check_engine.h"
 
 #ifdef MOEFUZZ_WITH_CUDA
 #include "kernels/cuda/moe_pipeline.h"

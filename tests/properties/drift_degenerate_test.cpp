@@ -17,7 +17,7 @@ TEST(DriftDegenerate, TheCliSweepOfTheIssuePassesOnTheCorrectKernel) {
   const auto gen = gen::recipe_for("small");
   int checked = 0;
   for (uint64_t index = 0; checked < 20 && index < 200; ++index) {
-    // As `moefuzz check` draws them (properties/campaign.cpp): size grows with the index.
+    // As `moefuzz check` draws them (drivers/campaign.cpp): size grows with the index.
     CaseRecipe r = gen::sample(gen, /*seed=*/1, index, static_cast<int>(std::min<uint64_t>(100, index)));
     r.profile = kernel->profile();
     if (!validate(r).empty() || !kernel->supports(r).empty()) continue;

@@ -14,8 +14,8 @@
 
 #include "core/case.h"
 #include "core/rng.h"
+#include "drivers/check_engine.h"
 #include "kernels/registry.h"
-#include "properties/check_engine.h"
 #include "properties/drift.h"
 #include "properties/invariant.h"
 

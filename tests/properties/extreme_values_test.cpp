@@ -8,8 +8,8 @@
 #include <limits>
 
 #include "core/case.h"
+#include "drivers/check_engine.h"
 #include "kernels/registry.h"
-#include "properties/check_engine.h"
 #include "properties/gen/recipe_gen.h"
 
 namespace moefuzz {

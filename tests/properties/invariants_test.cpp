@@ -26,8 +26,8 @@
 #include "core/case.h"
 #include "core/recipe_text.h"
 #include "core/report.h"
+#include "drivers/check_engine.h"
 #include "kernels/registry.h"
-#include "properties/check_engine.h"
 #include "properties/gen/recipe_gen.h"
 
 namespace moefuzz {

@@ -8,8 +8,8 @@
 #include "core/case.h"
 #include "core/errors.h"
 #include "core/profile.h"
+#include "drivers/check_engine.h"
 #include "kernels/registry.h"
-#include "properties/check_engine.h"
 
 namespace moefuzz {
 namespace {

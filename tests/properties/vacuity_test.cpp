@@ -7,9 +7,9 @@
 #include <sstream>
 
 #include "core/case.h"
+#include "drivers/campaign.h"
+#include "drivers/check_engine.h"
 #include "kernels/registry.h"
-#include "properties/campaign.h"
-#include "properties/check_engine.h"
 #include "properties/gen/recipe_gen.h"
 
 namespace moefuzz {

@@ -1,4 +1,4 @@
-#include "properties/run_coverage.h"
+#include "drivers/run_coverage.h"
 
 #include <fmt/format.h>
 

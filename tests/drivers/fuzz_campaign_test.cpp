@@ -1,4 +1,4 @@
-// The campaign orchestrator's parts that need no fuzz build (properties/fuzz_campaign.h): a missing
+// The campaign orchestrator's parts that need no fuzz build (drivers/fuzz_campaign.h): a missing
 // fuzz target is a clear InputError naming how to build it, and raw findings (as fuzz targets save
 // them) are deduplicated by signature and shrunk, also on resume.
 #include <gtest/gtest.h>
@@ -9,11 +9,11 @@
 
 #include "core/case.h"
 #include "core/errors.h"
+#include "drivers/campaign.h"
+#include "drivers/check_engine.h"
+#include "drivers/fuzz_campaign.h"
+#include "drivers/shrinker.h"
 #include "kernels/registry.h"
-#include "properties/campaign.h"
-#include "properties/check_engine.h"
-#include "properties/fuzz_campaign.h"
-#include "properties/shrinker.h"
 
 namespace moefuzz {
 namespace {

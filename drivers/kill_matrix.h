@@ -7,7 +7,7 @@
 // invariant of the registry kills at least one mutant (an invariant no mutant can fail is
 // toothless), and no correct kernel fails anything. ARCHITECTURE.md section 6.2 asks more: every
 // invariant is the only or the first killer of some mutant; `no_first_kill` lists the invariants
-// that are not (tests/properties/kill_matrix_test.cpp holds it to its list of known gaps). CI runs it.
+// that are not (tests/drivers/kill_matrix_test.cpp holds it to its list of known gaps). CI runs it.
 //
 // Example:
 //   moefuzz::KillMatrix m = moefuzz::run_kill_matrix({.seed = 1, .seconds_per_mutant = 5});

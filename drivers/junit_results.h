@@ -8,9 +8,9 @@
 #include <string>
 
 #include "core/junit_xml.h"
-#include "properties/campaign.h"
-#include "properties/check_engine.h"
-#include "properties/kill_matrix.h"
+#include "drivers/campaign.h"
+#include "drivers/check_engine.h"
+#include "drivers/kill_matrix.h"
 
 namespace moefuzz {
 

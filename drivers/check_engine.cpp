@@ -1,4 +1,4 @@
-#include "properties/check_engine.h"
+#include "drivers/check_engine.h"
 
 #include <chrono>
 #include <cmath>

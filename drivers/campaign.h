@@ -18,9 +18,9 @@
 
 #include "core/recipe.h"
 #include "core/verdict.h"
+#include "drivers/check_engine.h"
+#include "drivers/run_coverage.h"
 #include "kernels/kernel.h"
-#include "properties/check_engine.h"
-#include "properties/run_coverage.h"
 
 namespace moefuzz {
 
@@ -65,7 +65,8 @@ struct CampaignSummary {
 };
 
 CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& options, std::ostream& log);
-// Writes the recipe (with a header naming kernel, failure and REPRO) and the failure report.
+// Writes the recipe (with the finding header of drivers/finding_file.h: signature, kernel, message,
+// REPRO) and the failure report.
 // recipe.profile names the profile the check used; profile_override is "" when that is the kernel's
 // claimed one, else the name passed on (REPRO then carries --profile).
 Finding save_finding(const CaseRecipe& recipe, const Verdict& v, const std::string& kernel_name,
@@ -74,7 +75,5 @@ std::string format_summary_table(const CampaignSummary& s);
 // The summary as JSON; `moefuzz check` also writes it as DIR/summary.json, which `moefuzz report`
 // reads (docs/report.md).
 nlohmann::json summary_json(const CampaignSummary& s);
-// The `# kernel: NAME` header line of a saved finding, or "" when absent.
-std::string kernel_named_in(const std::string& recipe_text);
 
 }  // namespace moefuzz

@@ -1,4 +1,4 @@
-#include "properties/progress_line.h"
+#include "drivers/progress_line.h"
 
 #include <fmt/format.h>
 

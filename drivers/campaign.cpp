@@ -1,4 +1,4 @@
-#include "properties/campaign.h"
+#include "drivers/campaign.h"
 
 #include <fmt/format.h>
 
@@ -19,9 +19,10 @@
 #include "core/report.h"
 #include "core/repro_command.h"
 #include "core/terminal_width.h"
+#include "drivers/finding_file.h"
+#include "drivers/progress_line.h"
 #include "kernels/kernel_name.h"
 #include "properties/gen/recipe_gen.h"
-#include "properties/progress_line.h"
 
 namespace moefuzz {
 namespace {
@@ -51,16 +52,6 @@ int64_t highest_finding_index(const std::string& dir) {
 
 }  // namespace
 
-std::string kernel_named_in(const std::string& text) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    constexpr std::string_view kTag = "# kernel: ";
-    if (line.rfind(kTag, 0) == 0) return line.substr(kTag.size());
-  }
-  return "";
-}
-
 Finding save_finding(const CaseRecipe& recipe, const Verdict& v, const std::string& kernel_as_given,
                      const std::string& out_dir, int64_t index, const std::string& profile_override) {
   make_directories(out_dir);
@@ -80,12 +71,9 @@ Finding save_finding(const CaseRecipe& recipe, const Verdict& v, const std::stri
   f.report_path = stem + ".txt";
   f.repro = repro_replay_command(f.recipe_path, kernel_name) +
             (profile_override.empty() ? "" : " --profile " + profile_override);
-  std::string text = to_text(recipe);
-  const size_t eol = text.find('\n');
-  const std::string header = fmt::format("# moefuzz finding: {}\n# kernel: {}\n# {}\n# REPRO: {}\n",
-                                         f.signature, kernel_name, v.message, f.repro);
-  text.insert(eol == std::string::npos ? text.size() : eol + 1, header);
-  write_file_atomically(f.recipe_path, text);
+  const FindingHeader header{
+      .kills = f.signature, .kernel = kernel_name, .message = v.message, .repro = f.repro};
+  write_file_atomically(f.recipe_path, finding_text(to_text(recipe), header));
   write_file_atomically(f.report_path, format_failure_report(recipe, v, kernel_name, f.repro));
   return f;
 }

@@ -1,4 +1,4 @@
-#include "properties/shrinker.h"
+#include "drivers/shrinker.h"
 
 #include <fmt/format.h>
 
@@ -13,9 +13,10 @@
 #include "core/errors.h"
 #include "core/recipe_text.h"
 #include "core/repro_command.h"
+#include "drivers/check_engine.h"
+#include "drivers/finding_file.h"
 #include "kernels/isolated_run.h"
 #include "kernels/kernel_name.h"
-#include "properties/check_engine.h"
 
 namespace moefuzz {
 namespace {
@@ -81,13 +82,6 @@ void fit_groups(CaseRecipe& r) {
   if (r.routing.mode == RoutingMode::kSigmoidGrouped)
     s.top_k = std::min(s.top_k, s.topk_group * (s.experts / s.n_group));
   s.top_k = std::max<int64_t>(s.top_k, 1);
-}
-
-std::string one_line(std::string s, size_t max_chars = 300) {
-  for (char& ch : s)
-    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = ' ';
-  if (s.size() > max_chars) s = s.substr(0, max_chars) + "...";
-  return s;
 }
 
 class Shrinker {
@@ -450,30 +444,17 @@ ShrinkResult shrink_recipe(const Kernel& kernel, const CaseRecipe& input, const 
 
 std::string format_regression(const ShrinkResult& s, const std::string& kernel_as_given,
                               const std::string& out_path) {
-  const std::string kernel_name = stored_kernel_name(kernel_as_given);  // plugin paths absolute
-  std::string header = fmt::format("# kernel: {}\n# kills: {}\n# message: {}\n", kernel_name, s.signature,
-                                   one_line(s.verdict.message));
-  header += fmt::format("# before: {}{}\n", shape_summary(s.original),
-                        s.input_checked ? "" : " (too large to check: shrunk from its structural proxy)");
-  header += fmt::format("# after: {}\n", shape_summary(s.shrunk));
-  header += fmt::format("# shrunk in {:.2f}s: {} candidates checked, {} accepted, {}\n", s.seconds,
-                        s.candidates, s.accepted, s.fixpoint ? "fixpoint" : "time budget reached");
-  header += fmt::format("# REPRO: {}\n", repro_replay_command(out_path, kernel_name));
-  std::string text = to_text(s.shrunk);
-  const size_t eol = text.find('\n');
-  text.insert(eol == std::string::npos ? text.size() : eol + 1, header);
-  return text;
-}
-
-std::string kills_named_in(const std::string& text) {
-  std::istringstream in(text);
-  std::string line;
-  constexpr std::string_view kTag = "# kills: ";
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.rfind(kTag, 0) == 0) return line.substr(kTag.size());
-  }
-  return "";
+  FindingHeader h{.kills = s.signature,
+                  .kernel = stored_kernel_name(kernel_as_given)};  // plugin paths absolute
+  h.message = s.verdict.message;
+  h.repro = repro_replay_command(out_path, h.kernel);
+  h.notes.push_back(
+      fmt::format("before: {}{}", shape_summary(s.original),
+                  s.input_checked ? "" : " (too large to check: shrunk from its structural proxy)"));
+  h.notes.push_back(fmt::format("after: {}", shape_summary(s.shrunk)));
+  h.notes.push_back(fmt::format("shrunk in {:.2f}s: {} candidates checked, {} accepted, {}", s.seconds,
+                                s.candidates, s.accepted, s.fixpoint ? "fixpoint" : "time budget reached"));
+  return finding_text(to_text(s.shrunk), h);
 }
 
 }  // namespace moefuzz

@@ -9,10 +9,11 @@
 
 #include "core/case.h"
 #include "core/recipe_text.h"
+#include "drivers/campaign.h"
+#include "drivers/check_engine.h"
+#include "drivers/finding_file.h"
+#include "drivers/shrinker.h"
 #include "kernels/registry.h"
-#include "properties/campaign.h"
-#include "properties/check_engine.h"
-#include "properties/shrinker.h"
 
 namespace moefuzz {
 namespace {
@@ -41,7 +42,8 @@ TEST_P(Regression, NamedKernelStillFailsAndTwinPasses) {
   std::stringstream ss;
   ss << in.rdbuf();
   const std::string text = ss.str();
-  const std::string kernel = kernel_named_in(text), sig = kills_named_in(text);
+  const FindingHeader header = read_finding_header(text);
+  const std::string kernel = header.kernel, sig = header.kills;
   ASSERT_FALSE(kernel.empty()) << "missing '# kernel:' header";
   ASSERT_FALSE(sig.empty()) << "missing '# kills:' header";
   const CaseRecipe r = parse_recipe(text, GetParam());

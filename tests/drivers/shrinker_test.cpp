@@ -1,4 +1,4 @@
-// The semantic shrinker (properties/shrinker.h): it keeps the failure signature, produces only valid
+// The semantic shrinker (drivers/shrinker.h): it keeps the failure signature, produces only valid
 // recipes the kernel supports, stops at a fixpoint, and shrinks BUGZOO Z1 (rsf applied twice) on a
 // DeepSeek-V3-shaped case - the real 6.4 GB layer, through its structural proxy - to a tiny case.
 #include <gtest/gtest.h>
@@ -9,10 +9,11 @@
 #include "core/errors.h"
 #include "core/recipe_text.h"
 #include "core/repro_command.h"
+#include "drivers/campaign.h"
+#include "drivers/check_engine.h"
+#include "drivers/finding_file.h"
+#include "drivers/shrinker.h"
 #include "kernels/registry.h"
-#include "properties/campaign.h"
-#include "properties/check_engine.h"
-#include "properties/shrinker.h"
 
 namespace moefuzz {
 namespace {
@@ -125,9 +126,10 @@ TEST(Shrinker, RegressionFileRoundTrips) {
   const auto k = make_kernel(kZ1);
   const ShrinkResult s = shrink_recipe(*k, deepseek_like(), {.seconds = 30});
   const std::string text = format_regression(s, kZ1, "out.moefuzz");
-  EXPECT_EQ(text.rfind("MOEFUZZ v1\n# kernel: mutant/z1-rsf-twice\n# kills: ", 0), 0u) << text;
-  EXPECT_EQ(kills_named_in(text), s.signature);
-  EXPECT_EQ(kernel_named_in(text), kZ1);
+  EXPECT_EQ(text.rfind("MOEFUZZ v1\n# kills: " + s.signature + "\n# kernel: mutant/z1-rsf-twice\n", 0), 0u)
+      << text;
+  EXPECT_EQ(read_finding_header(text).kills, s.signature);
+  EXPECT_EQ(read_finding_header(text).kernel, kZ1);
   // REPRO runs from any directory: the program as PATH or an absolute path finds it, the file absolute.
   const std::string absolute_out = std::filesystem::absolute("out.moefuzz").lexically_normal().string();
   EXPECT_NE(text.find("# REPRO: " + repro_program() + " replay " + absolute_out +

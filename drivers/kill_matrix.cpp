@@ -1,4 +1,4 @@
-#include "properties/kill_matrix.h"
+#include "drivers/kill_matrix.h"
 
 #include <fmt/format.h>
 
@@ -8,9 +8,9 @@
 
 #include "core/case.h"
 #include "core/value_profiles.h"
+#include "drivers/baseline_checkers.h"
+#include "drivers/check_engine.h"
 #include "kernels/registry.h"
-#include "properties/baseline_checkers.h"
-#include "properties/check_engine.h"
 #include "properties/gen/recipe_gen.h"
 
 namespace moefuzz {

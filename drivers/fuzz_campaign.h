@@ -7,7 +7,7 @@
 //   DIR/crashes/   libFuzzer's crash-* inputs (DIR/converted/ marks those done); each is replayed once
 //   through the target (which
 //                  decodes it and saves its recipe into raw/), so even a crash input becomes a recipe
-//   DIR/findings/  one shrunk regression per signature (properties/shrinker.h), written atomically
+//   DIR/findings/  one shrunk regression per signature (drivers/shrinker.h), written atomically
 //   DIR/corpus/    the corpus: resumed from on the next run, merged (-merge=1) at the end
 // A campaign killed with SIGKILL loses nothing: raw recipes are written atomically by the targets,
 // findings/ is rebuilt from raw/ on the next run (deduplicated against what findings/ holds).

@@ -1,4 +1,4 @@
-#include "properties/baseline_checkers.h"
+#include "drivers/baseline_checkers.h"
 
 #include <cmath>
 

@@ -1,7 +1,7 @@
-// properties/progress_line.h: the check progress line never wraps. At every terminal width from 1 to
+// drivers/progress_line.h: the check progress line never wraps. At every terminal width from 1 to
 // 300 columns it holds at most columns - 1 characters and no newline; with room it shows the full
 // 30-character bar, narrower it shrinks the bar, then drops it, then cuts the text.
-#include "properties/progress_line.h"
+#include "drivers/progress_line.h"
 
 #include <gtest/gtest.h>
 

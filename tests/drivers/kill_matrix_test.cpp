@@ -1,5 +1,5 @@
 // The kill matrix in CI (ARCHITECTURE.md §6.2: every invariant has teeth). Runs every mutant of the
-// registry against every invariant (targeted campaign, properties/kill_matrix.cpp), plus the correct
+// registry against every invariant (targeted campaign, drivers/kill_matrix.cpp), plus the correct
 // kernels' false-positive sweep, prints the matrix and asserts it is green: no surviving mutant, no
 // toothless invariant, zero correct-kernel failures.
 //
@@ -15,7 +15,7 @@
 #include <map>
 #include <string>
 
-#include "properties/kill_matrix.h"
+#include "drivers/kill_matrix.h"
 
 namespace moefuzz {
 namespace {

@@ -1,4 +1,4 @@
-#include "properties/findings_ledger.h"
+#include "drivers/findings_ledger.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

@@ -1,4 +1,5 @@
-#include "properties/fuzz_campaign.h"
+#include "drivers/fuzz_campaign.h"
+#include "drivers/finding_file.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -25,9 +26,9 @@
 #include "core/errors.h"
 #include "core/recipe_text.h"
 #include "core/repro_command.h"
+#include "drivers/campaign.h"
+#include "drivers/shrinker.h"
 #include "kernels/registry.h"
-#include "properties/campaign.h"
-#include "properties/shrinker.h"
 
 namespace moefuzz {
 namespace fs = std::filesystem;
@@ -38,14 +39,6 @@ std::string read_text(const fs::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
-}
-
-std::string header_value(const std::string& text, std::string_view tag) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(tag, 0) == 0) return line.substr(tag.size());
-  return "";
 }
 
 std::string file_stem_of(std::string sig) {
@@ -221,14 +214,15 @@ std::vector<FuzzFinding> harvest_findings(const std::string& raw_dir, const std:
                                           std::ostream& log) {
   make_directories(findings_dir);
   std::set<std::string> known;
-  for (const auto& f : files_in(findings_dir, "", ".moefuzz")) known.insert(kills_named_in(read_text(f)));
+  for (const auto& f : files_in(findings_dir, "", ".moefuzz"))
+    known.insert(read_finding_header(read_text(f)).kills);
   std::vector<FuzzFinding> out;
   for (const auto& raw : files_in(raw_dir, "", ".moefuzz")) {
     const std::string text = read_text(raw);
-    std::string sig = header_value(text, "# moefuzz finding: ");
-    if (sig.empty()) sig = kills_named_in(text);
+    const FindingHeader header = read_finding_header(text);
+    const std::string sig = header.kills;
     if (sig.empty() || known.count(sig)) continue;
-    std::string kernel_name = kernel_named_in(text);
+    std::string kernel_name = header.kernel;
     if (kernel_name.empty()) kernel_name = kernel;
     FuzzFinding f{
         .signature = sig, .path = findings_dir + "/" + file_stem_of(sig) + ".moefuzz", .raw = raw.string()};

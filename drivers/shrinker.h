@@ -80,13 +80,9 @@ CaseRecipe fit_edits(CaseRecipe r);
 // topk_group 4, hidden 7168, inter 2048, edits 0".
 std::string shape_summary(const CaseRecipe& r);
 
-// The regression file: `MOEFUZZ v1`, then `# kernel: K`, `# kills: SIG`, free comments (the verdict
-// message, before / after shapes, candidates and time), `# REPRO: moefuzz replay OUT --kernel K`,
-// then the recipe.
+// The regression file (drivers/finding_file.h): kills, kernel, message, REPRO (`moefuzz replay OUT
+// --kernel K`), then notes (before / after shapes, candidates and time), then the recipe.
 std::string format_regression(const ShrinkResult& s, const std::string& kernel_name,
                               const std::string& out_path);
-
-// The `# kills: INVARIANT/STAGE` header value of a regression file, or "" when absent.
-std::string kills_named_in(const std::string& recipe_text);
 
 }  // namespace moefuzz

@@ -1,4 +1,4 @@
-#include "properties/junit_results.h"
+#include "drivers/junit_results.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
