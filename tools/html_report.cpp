@@ -218,7 +218,8 @@ std::string render_report_page(const std::string& dir_arg) {
         }
 
   std::string body;
-  const std::string kernel = summary.value("kernel", findings.empty() ? "" : findings.front().kernel);
+  const std::string fallback_kernel = findings.empty() ? "" : findings.front().kernel;
+  const std::string kernel = summary.is_object() ? summary.value("kernel", fallback_kernel) : fallback_kernel;
   body += fmt::format("<h1>moefuzz report: {}</h1>\n<p>directory <code>{}</code></p>\n", html_escape(kernel),
                       html_escape(dir.string()));
   if (campaign) {

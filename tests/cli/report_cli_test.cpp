@@ -105,6 +105,18 @@ TEST_F(ReportCli, FindingsAppearInTheBrowserAndScriptsStayText) {
   EXPECT_EQ(dom.find("<b id=\"bold\">"), std::string::npos) << dom;
 }
 
+TEST_F(ReportCli, ADriftDirectoryShowsItsPlot) {
+  const fs::path out = dir_ / "drift";
+  const RunResult drift = run_moefuzz({"drift", "--kernel", "cpu", "--layers", "4", "--out", out.string()});
+  ASSERT_EQ(drift.exit_code, 0) << drift.output;
+  ASSERT_TRUE(fs::exists(out / "drift.svg")) << drift.output;
+  const RunResult report = run_moefuzz({"report", out.string()});
+  ASSERT_EQ(report.exit_code, 0) << report.output;
+  const std::string html = read_file(out / "report.html");
+  EXPECT_NE(html.find("<h2>Drift</h2>"), std::string::npos) << html.substr(0, 2000);
+  EXPECT_NE(html.find("src=\"data:image/svg+xml;base64,"), std::string::npos) << html.substr(0, 2000);
+}
+
 TEST_F(ReportCli, ADirectoryWithoutMoefuzzOutputExits2) {
   const RunResult missing = run_moefuzz({"report", (dir_ / "absent").string()});
   EXPECT_EQ(missing.exit_code, 2) << missing.output;
