@@ -84,6 +84,59 @@ void fit_groups(CaseRecipe& r) {
   s.top_k = std::max<int64_t>(s.top_k, 1);
 }
 
+// The size dimensions a proxy can keep at the input's value (bit flags).
+constexpr unsigned kKeepTokens = 1, kKeepExperts = 2, kKeepTopK = 4, kKeepHidden = 8, kKeepInter = 16;
+constexpr unsigned kSizeDims[] = {kKeepHidden, kKeepInter, kKeepExperts, kKeepTokens, kKeepTopK};
+
+const char* dim_name(unsigned d) {
+  switch (d) {
+    case kKeepTokens:
+      return "tokens";
+    case kKeepExperts:
+      return "experts";
+    case kKeepTopK:
+      return "top_k";
+    case kKeepHidden:
+      return "hidden";
+    default:
+      return "inter";
+  }
+}
+int64_t dim_value(const CaseRecipe& r, unsigned d) {
+  switch (d) {
+    case kKeepTokens:
+      return r.shape.tokens;
+    case kKeepExperts:
+      return r.shape.experts;
+    case kKeepTopK:
+      return r.shape.top_k;
+    case kKeepHidden:
+      return r.shape.hidden;
+    default:
+      return r.shape.inter;
+  }
+}
+void set_dim(CaseRecipe& r, unsigned d, int64_t v) {
+  switch (d) {
+    case kKeepTokens:
+      r.shape.tokens = v;
+      break;
+    case kKeepExperts:
+      r.shape.experts = v;
+      break;
+    case kKeepTopK:
+      r.shape.top_k = v;
+      break;
+    case kKeepHidden:
+      r.shape.hidden = v;
+      break;
+    default:
+      r.shape.inter = v;
+      break;
+  }
+}
+int64_t dim_floor(unsigned d) { return d == kKeepHidden || d == kKeepInter ? 16 : 1; }
+
 class Shrinker {
  public:
   Shrinker(const Kernel& k, const ShrinkOptions& o, ShrinkResult& res)
@@ -354,6 +407,86 @@ class Shrinker {
     return p;
   }
 
+  // `in` with every size dimension outside `keep` at its floor (where the result stays valid and
+  // supported): the proxy that keeps a shape-specific trigger (hidden == 7168, experts > 256) of the
+  // input while everything else becomes small enough to check.
+  CaseRecipe minimal_except(const CaseRecipe& in, unsigned keep) const {
+    CaseRecipe p = in;
+    auto try_set = [&](auto set) {
+      CaseRecipe c = p;
+      set(c);
+      c = fit_edits(std::move(c));
+      if (validate(c).empty() && k_.supports(c).empty()) p = std::move(c);
+    };
+    if (!(keep & kKeepTokens)) try_set([](CaseRecipe& c) { c.shape.tokens = 1; });
+    if (!(keep & kKeepTopK)) try_set([](CaseRecipe& c) { c.shape.top_k = 1; });
+    if (!(keep & kKeepExperts)) {
+      for (int64_t e = (keep & kKeepTopK) ? p.shape.top_k : 1; e < p.shape.experts; ++e) {
+        CaseRecipe c = p;
+        c.shape.experts = e;
+        fit_groups(c);
+        c = fit_edits(std::move(c));
+        if (c.shape.top_k == p.shape.top_k && validate(c).empty() && k_.supports(c).empty()) {
+          p = std::move(c);
+          break;
+        }
+      }
+    }
+    if (!(keep & kKeepHidden)) try_set([](CaseRecipe& c) { c.shape.hidden = 16; });
+    if (!(keep & kKeepInter)) try_set([](CaseRecipe& c) { c.shape.inter = 16; });
+    return p;
+  }
+
+  // The starts tried for an input too large to check, in order: the structural proxy, then proxies
+  // keeping one, then two of the input's size dimensions (each named, for the report).
+  std::vector<std::pair<CaseRecipe, std::string>> proxies_of(const CaseRecipe& in) const {
+    std::vector<std::pair<CaseRecipe, std::string>> out = {{proxy_of(in), ""}};
+    std::vector<unsigned> keeps;
+    for (unsigned a : kSizeDims) keeps.push_back(a);
+    for (size_t i = 0; i < std::size(kSizeDims); ++i)
+      for (size_t j = i + 1; j < std::size(kSizeDims); ++j) keeps.push_back(kSizeDims[i] | kSizeDims[j]);
+    for (unsigned keep : keeps) {
+      CaseRecipe c = minimal_except(in, keep);
+      std::string kept;
+      for (unsigned d : kSizeDims)
+        if ((keep & d) && dim_value(c, d) == dim_value(in, d))
+          kept += fmt::format("{}{} {}", kept.empty() ? "" : ", ", dim_name(d), dim_value(in, d));
+      if (kept.empty()) continue;  // the dimension could not be kept at its input value
+      const bool seen = std::any_of(out.begin(), out.end(), [&](const auto& o) { return o.first == c; });
+      if (!seen) out.emplace_back(std::move(c), std::move(kept));
+    }
+    return out;
+  }
+
+  // Why each size dimension of the result stays above its floor: one line per dimension.
+  std::vector<std::string> kept_reasons() const {
+    std::vector<std::string> out;
+    const CaseRecipe& r = res_.shrunk;
+    for (unsigned d : kSizeDims) {
+      const int64_t v = dim_value(r, d), floor = dim_floor(d);
+      if (v <= floor) continue;
+      CaseRecipe c = r;
+      set_dim(c, d, floor);
+      if (d == kKeepExperts) fit_groups(c);
+      c = fit_edits(std::move(c));
+      std::string why;
+      if (const std::string bad = validate(c); !bad.empty()) {
+        why = "smaller is not a valid recipe here (" + bad + ")";
+      } else if (const std::string no = k_.supports(c); !no.empty()) {
+        why = "the kernel does not support smaller (" + no + ")";
+      } else {
+        std::string tried;
+        const int64_t step = (d == kKeepHidden || d == kKeepInter) ? 16 : 1;
+        for (int64_t x : smaller_ints(v / step, floor / step))
+          tried += fmt::format("{}{}", tried.empty() ? "" : " ", x * step);
+        why = fmt::format("the failure needs it: {} did not reproduce {} with {} = {}", dim_name(d), sig_,
+                          dim_name(d), tried);
+      }
+      out.push_back(fmt::format("kept {} {}: {}", dim_name(d), v, why));
+    }
+    return out;
+  }
+
   bool seed_mode_ = false;
 
  private:
@@ -417,19 +550,44 @@ ShrinkResult shrink_recipe(const Kernel& kernel, const CaseRecipe& input, const 
           fmt::format("shrink: signature '{}' is not INVARIANT/STAGE", options.expected_signature));
     s.set_signature(options.expected_signature);  // throws InputError for an unknown invariant
   }
-  // The start: the input itself, or its proxy when the input is too large to check.
+  // The start: the input itself; when it is too large to check, the first of its proxies that fails
+  // (the structural proxy, then proxies keeping one or two input dimensions: a shape-specific trigger
+  // such as hidden == 7168 survives in one of them while the others shrink).
   CaseRecipe start = input;
-  res.input_checked = estimate_case_bytes(input) <= options.max_check_bytes;
-  if (!res.input_checked) {
-    start = s.proxy_of(input);
-    if (options.log)
-      options.log("input too large to check; starting from its proxy: " + shape_summary(start));
-  }
   Verdict v;
-  // Some invariants need the full cheap registry to find the first failure when none is expected.
-  if (!s.reproduces(start, &v)) {
-    res.seconds = s.elapsed();
-    return res;
+  res.input_checked = estimate_case_bytes(input) <= options.max_check_bytes;
+  if (res.input_checked) {
+    if (!s.reproduces(start, &v)) {
+      res.seconds = s.elapsed();
+      return res;
+    }
+  } else {
+    const auto proxies = s.proxies_of(input);
+    int tried = 0;
+    bool found = false;
+    for (const auto& [proxy, kept] : proxies) {
+      if (estimate_case_bytes(proxy) > options.max_check_bytes) continue;
+      ++tried;
+      if (options.log)
+        options.log(fmt::format("input too large to check; trying its proxy{}: {}",
+                                kept.empty() ? "" : " keeping " + kept, shape_summary(proxy)));
+      if (s.reproduces(proxy, &v)) {
+        start = proxy;
+        res.proxy_kept = kept;
+        found = true;
+        break;
+      }
+    }
+    if (!found) {
+      res.notes.push_back(fmt::format(
+          "none of the {} proxies within --max-check-bytes ({} bytes) reproduces{}: the structural proxy "
+          "and those keeping one or two input dimensions (hidden, inter, experts, tokens, top_k) at their "
+          "input value; the failure needs more of the input's shape than fits: raise --max-check-bytes",
+          tried, options.max_check_bytes,
+          options.expected_signature.empty() ? "" : " " + options.expected_signature));
+      res.seconds = s.elapsed();
+      return res;
+    }
   }
   res.input_failed = true;
   res.signature = v.signature();
@@ -438,6 +596,7 @@ ShrinkResult shrink_recipe(const Kernel& kernel, const CaseRecipe& input, const 
   s.set_signature(res.signature);
   if (options.log) options.log(fmt::format("signature {}: {}", res.signature, one_line(v.message)));
   s.run();
+  res.notes = s.kept_reasons();
   res.seconds = s.elapsed();
   return res;
 }
@@ -448,12 +607,15 @@ std::string format_regression(const ShrinkResult& s, const std::string& kernel_a
                   .kernel = stored_kernel_name(kernel_as_given)};  // plugin paths absolute
   h.message = s.verdict.message;
   h.repro = repro_replay_command(out_path, h.kernel);
-  h.notes.push_back(
-      fmt::format("before: {}{}", shape_summary(s.original),
-                  s.input_checked ? "" : " (too large to check: shrunk from its structural proxy)"));
+  h.notes.push_back(fmt::format(
+      "before: {}{}", shape_summary(s.original),
+      s.input_checked        ? ""
+      : s.proxy_kept.empty() ? " (too large to check: shrunk from its structural proxy)"
+                             : " (too large to check: shrunk from its proxy keeping " + s.proxy_kept + ")"));
   h.notes.push_back(fmt::format("after: {}", shape_summary(s.shrunk)));
   h.notes.push_back(fmt::format("shrunk in {:.2f}s: {} candidates checked, {} accepted, {}", s.seconds,
                                 s.candidates, s.accepted, s.fixpoint ? "fixpoint" : "time budget reached"));
+  for (const std::string& n : s.notes) h.notes.push_back(n);
   return finding_text(to_text(s.shrunk), h);
 }
 

@@ -19,8 +19,12 @@
 //
 // Inputs too large to check (estimate_case_bytes > max_check_bytes, e.g. a full DeepSeek-V3 layer
 // at 6.4 GB) are not materialized: the shrinker first checks a structural proxy (fewest experts the
-// grouping allows, H and I halved until it fits) and, when that fails with the expected signature
-// (or any, when none is expected), shrinks from there. ShrinkResult::input_checked says which.
+// grouping allows, H and I halved until it fits); when that does not fail with the expected
+// signature (or any, when none is expected) - the failure needs a specific shape, hidden == 7168 or
+// experts > 256, that the proxy drops - it tries proxies that keep one, then two, of the input's size
+// dimensions at their input value and reduce the others to their floor, and shrinks from the first
+// that fails. ShrinkResult::input_checked and proxy_kept say which; ShrinkResult::notes says, for
+// every dimension left above its floor, why it was kept (the failure needs it, or smaller is invalid).
 //
 // Example:
 //   auto k = moefuzz::make_kernel("mutant/z1-rsf-twice");
@@ -66,6 +70,12 @@ struct ShrinkResult {
   int64_t accepted = 0;
   double seconds = 0;
   bool fixpoint = false;  // no pass could shrink further (false: the time budget ran out)
+  // For an input too large to check: the input dimensions its starting proxy kept ("hidden 7168"),
+  // "" for the structural proxy.
+  std::string proxy_kept;
+  // Why the shrinker stopped where it did: one line per size dimension left above its floor
+  // ("kept hidden 7168: the failure needs it: ..."), or, when nothing could be checked, why not.
+  std::vector<std::string> notes;
 };
 
 // Never throws for kernel misbehaviour (check_case turns it into verdicts); throws InputError when

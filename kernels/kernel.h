@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/case.h"
+#include "core/index_products.h"
 #include "core/layer_io.h"
 
 namespace moefuzz {
@@ -26,6 +27,12 @@ struct KernelClaims {
   bool deterministic = true;    // REPEAT: bit-identical output on identical input
   bool batch_invariant = true;  // BATCH: a token's output does not depend on other tokens
   int tactics = 1;              // TACTIC: tile configurations selectable through RunOptions::tactic
+  // OVF: the kernel honours RunOptions::index_window (forms its index products on logical indices),
+  // so OVF probes every product past 2^31 on the case itself, without a 2^31-element tensor.
+  bool index_window = false;
+  // OVF: the kernel runs on a device with room for a case whose expert arena really crosses 2^31
+  // (~4 GiB); OVF then runs that materialized probe (once per kernel and profile in a process).
+  bool materialized_ovf = false;
 };
 
 struct RunOptions {
@@ -41,6 +48,10 @@ struct RunOptions {
   // Floats allocated after output_data's T*H (the trailing sentinel band). A correct kernel never
   // touches them; they only let an overhanging mutant's stray store stay memory-safe (CANARY sees it).
   int64_t output_slack = 0;
+  // OVF (core/index_products.h): where the case's tokens and experts sit in a larger logical index
+  // space. Only kernels whose claims say index_window receive a non-empty one; the output is the
+  // same as without it for a correct kernel.
+  IndexWindow index_window;
 };
 
 // Where a kernel writes its [T, H] output: the guarded buffer when the framework supplies one, else

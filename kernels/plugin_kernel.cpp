@@ -11,6 +11,7 @@
 #include "core/bf16.h"
 #include "core/errors.h"
 #include "core/profile.h"
+#include "kernels/canary.h"
 #include "kernels/composed_pipeline.h"
 #include "kernels/cpu/cpu_stages.h"
 #include "kernels/device_plugin.h"
@@ -309,6 +310,9 @@ void PluginKernel::run_layer(const Case& c, const RunOptions& opts, LayerResult&
         res.routing.ids.assign(static_cast<size_t>(rows), -1);
         res.routing.weights.assign(static_cast<size_t>(rows), poison);
         std::string err;
+        // The child's writes land in its copy-on-write image of the case, which the parent's CANARY
+        // never sees: the input check runs here, over the tensors the plugin was handed.
+        const uint64_t inputs_before = plugin_->wants_device ? 0 : case_fingerprint(c);
         if (plugin_->wants_device) {
           // CUDA is initialized here, in the child, never in the moefuzz process (kernels/device_plugin.h).
           err = run_device_plugin(*plugin_, profile, c, opts, res, y,
@@ -320,6 +324,8 @@ void PluginKernel::run_layer(const Case& c, const RunOptions& opts, LayerResult&
           err = run_whole_layer(*plugin_, view, res, y);
         }
         if (!err.empty()) return err;
+        if (!plugin_->wants_device && case_fingerprint(c) != inputs_before)
+          throw KernelFault(FaultKind::kBadResult, what + ": bad-result: modified its input tensors");
         serialize(w, res, y_with_band);
         return std::string();
       });

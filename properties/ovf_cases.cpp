@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 namespace moefuzz {
@@ -51,6 +52,66 @@ std::vector<OvfProbe> ovf_probes(const CaseRecipe& base) {
   p.recipe = r;
   p.max_bytes = kBudgetBytes + (kBudgetBytes >> 2);  // the case plus its small tensors
   return {p};
+}
+
+}  // namespace moefuzz
+
+namespace moefuzz {
+
+std::vector<OvfWindowProbe> ovf_window_probes(const CaseRecipe& r,
+                                              const std::vector<int32_t>& routed_experts) {
+  const int64_t T = r.shape.tokens, slots = r.slots(), total = r.total_experts();
+  // The highest expert this case computes with: routed ids, and separate shared experts (every token).
+  int64_t top_expert = 0;
+  for (int32_t e : routed_experts)
+    if (e >= 0 && e < total) top_expert = std::max<int64_t>(top_expert, e);
+  if (r.shape.shared_experts > 0 && r.routing.shared_fusion == SharedFusion::kSeparate)
+    top_expert = total - 1;
+  std::vector<OvfWindowProbe> out;
+  for (int64_t limit : {int64_t{1} << 31, int64_t{1} << 32}) {
+    std::vector<OvfWindowProbe> tokens, experts;
+    for (int i = 0; i < kIndexProducts; ++i) {
+      const auto p = static_cast<IndexProduct>(i);
+      const int64_t stride = index_stride(p, r);
+      if (stride <= 0) continue;
+      // The first unit that starts at or past the limit (exactly at it when the stride divides it);
+      // the unit before holds the offsets just below (and, when it straddles, at) the limit.
+      const int64_t crossing = (limit + stride - 1) / stride;
+      OvfWindowProbe probe;
+      probe.products = {p};
+      probe.limit = limit;
+      int64_t local = 0, units = 0;
+      if (is_expert_product(p)) {
+        units = total;
+        probe.window.expert_base = std::max<int64_t>(0, crossing - top_expert);
+        local = crossing - probe.window.expert_base;
+      } else if (p == IndexProduct::kCombineOut) {
+        units = T;
+        probe.window.token_base = std::max<int64_t>(0, crossing - T / 2);
+        local = crossing - probe.window.token_base;
+      } else {  // expanded-row products: the window starts on a token boundary
+        units = T * slots;
+        probe.window.token_base = std::max<int64_t>(0, crossing / slots - T / 2);
+        local = crossing - probe.window.token_base * slots;
+      }
+      probe.name = fmt::format("{} (x {}) crosses 2^{} at unit {} of {} ({} {})", index_product_name(p),
+                               stride, limit == (int64_t{1} << 31) ? 31 : 32, local, units,
+                               is_expert_product(p) ? "expert_base" : "token_base",
+                               is_expert_product(p) ? probe.window.expert_base : probe.window.token_base);
+      (is_expert_product(p) ? experts : tokens).push_back(std::move(probe));
+    }
+    // Zip: each expert window rides along with a token window.
+    for (size_t i = 0; i < std::max(tokens.size(), experts.size()); ++i) {
+      OvfWindowProbe run = i < tokens.size() ? tokens[i] : experts[i];
+      if (i < tokens.size() && i < experts.size()) {
+        run.window.expert_base = experts[i].window.expert_base;
+        run.products.push_back(experts[i].products.front());
+        run.name += "; " + experts[i].name;
+      }
+      out.push_back(std::move(run));
+    }
+  }
+  return out;
 }
 
 }  // namespace moefuzz

@@ -68,8 +68,9 @@ void add_shrink_command(CLI::App& app, int& exit_code) {
           s.input_checked
               ? "the case does not fail" +
                     (o.expected_signature.empty() ? std::string() : " with " + o.expected_signature)
-              : "the case is too large to check and its structural proxy does not fail",
+              : "the case is too large to check and none of its proxies fails",
           kernel_name);
+      for (const std::string& n : s.notes) std::cout << "  " << n << "\n";
       exit_code = kExitCheckFailed;
       return;
     }
@@ -79,6 +80,10 @@ void add_shrink_command(CLI::App& app, int& exit_code) {
         file, s.signature, s.seconds, s.candidates, s.fixpoint ? "fixpoint" : "time budget reached",
         shape_summary(s.original), shape_summary(s.shrunk), out,
         repro_replay_command(out, stored_kernel_name(kernel_name)));
+    if (!s.proxy_kept.empty())
+      std::cout << "  started from the proxy keeping " << s.proxy_kept
+                << " (the structural proxy, which reduces it, does not fail)\n";
+    for (const std::string& n : s.notes) std::cout << "  " << n << "\n";
     exit_code = kExitOk;
   });
 }

@@ -3,7 +3,7 @@
  * selected by MOEFUZZ_FAULT at compile time (examples/plugin_faulty/CMakeLists.txt). Each fault is
  * something a real out-of-tree kernel does: crash, hang, exit, report an error, ship the wrong ABI,
  * forget the export, leave a field NULL, emit ids that are not experts, ask for device buffers, crash in
- * supports(), be killed for memory, write NaN. FAULT_PATTERN
+ * supports(), be killed for memory, write NaN, write into its input. FAULT_PATTERN
  * is the well-behaved control: a whole-layer kernel whose output is a known function of the indices, so the
  * test can check that results cross the process boundary bit for bit.
  */
@@ -31,6 +31,7 @@
 #define FAULT_SUPPORTS_CRASH 13
 #define FAULT_OOM 14
 #define FAULT_NAN 15
+#define FAULT_INPUT_WRITE 16
 
 #ifndef MOEFUZZ_FAULT
 #error "compile with -DMOEFUZZ_FAULT=<one of the FAULT_ values>"
@@ -85,6 +86,11 @@ static const char* faulty_layer(const moefuzz_case_desc* c, moefuzz_layer_out* o
     for (t = 0; t < c->tokens; ++t)
       for (h = 0; h < c->hidden; ++h) ((float*)out->output.data)[t * out->output.strides[0] + h] = NAN;
   }
+  return NULL;
+#elif MOEFUZZ_FAULT == FAULT_INPUT_WRITE
+  /* Scribbles over its input (a kernel using the hidden states as scratch space), then answers. */
+  if (c->tokens > 0) ((uint16_t*)c->hidden_states.data)[0] ^= 0x4000u;
+  write_pattern(c, out);
   return NULL;
 #else
   write_pattern(c, out);

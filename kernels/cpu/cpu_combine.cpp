@@ -13,6 +13,7 @@
 #include "core/bf16.h"
 #include "core/errors.h"
 #include "kernels/cpu/cpu_stages.h"
+#include "kernels/cpu/index_math.h"
 #include "kernels/cpu/parallel.h"
 
 namespace moefuzz::cpu {
@@ -98,7 +99,11 @@ void cpu_combine(std::span<const float> gemm2, const RoutingDecision& route, std
       }
       const int64_t store = cfg.dev.store_tile_overhang ? tile : width;  // Z9: no N mask
       for (int64_t j = 0; j < store; ++j) {
-        const int64_t idx = t * H + h0 + j;
+        // The store through the combine's index product t x H (OVF: another token's row when narrowed
+        // past 2^31); the Z9 overhang past the last row stays in the guarded view's slack.
+        const int64_t idx =
+            h0 + j < H ? cpu_offset(cfg, IndexProduct::kCombineOut, t, H, h0 + j, T) : t * H + h0 + j;
+        if (idx < 0) continue;                               // narrowed offset left the buffer: lost
         if (idx >= static_cast<int64_t>(out.size())) break;  // memory-safe: the view ends here
         // CANARY mutant: accumulates into the output buffer as if it were zero-initialized.
         out[idx] = cfg.dev.accumulate_into_output ? out[idx] + scratch[j] : scratch[j];

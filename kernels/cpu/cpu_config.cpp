@@ -55,6 +55,7 @@ CpuConfig make_cpu_config(const CaseRecipe& r, const Profile& p, const RunOption
   c.swiglu_beta = static_cast<float>(r.swiglu.beta);
   c.tactic = opts.tactic;
   c.threads = std::max(1, opts.threads);
+  c.window = opts.index_window;
   return c;
 }
 

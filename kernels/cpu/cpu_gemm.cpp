@@ -111,37 +111,52 @@ void dot_tile(const ActRow& a, const WeightTile& w, int64_t K, int64_t nt, const
   }
 }
 
+// `product` names the packed rows' index product (kExpandedInput or kFc2Input): the row actually read
+// is row r unless a narrowed product lands in another row's slot.
 void load_act_row(const std::optional<QuantizedRows>& q, const float* plain, int64_t r, int64_t K,
-                  const Lut& lut, ActRow& a) {
+                  IndexProduct product, const CpuConfig& cfg, const Lut& lut, ActRow& a) {
   a.x.resize(static_cast<size_t>(K));
   a.s.resize(static_cast<size_t>(K / 16));
   if (q) {
-    const uint8_t* row = q->packed.data() + r * K / 2;
+    const int64_t read = cpu_unit_read(cfg, product, r, K / 2, q->rows, cfg.slots);
+    const uint8_t* row = q->packed.data() + read * K / 2;
     for (int64_t k = 0; k < K; k += 2) a.x[k] = lut.v[row[k / 2] & 0xF], a.x[k + 1] = lut.v[row[k / 2] >> 4];
-    for (int64_t kb = 0; kb < K / 16; ++kb) a.s[kb] = e4m3_to_float(q->scales[r * K / 16 + kb]);
+    for (int64_t kb = 0; kb < K / 16; ++kb) a.s[kb] = e4m3_to_float(q->scales[read * K / 16 + kb]);
   } else {
     for (int64_t k = 0; k < K; ++k) a.x[k] = plain[k];
     for (int64_t kb = 0; kb < K / 16; ++kb) a.s[kb] = 1.0f;
   }
 }
 
-std::vector<std::vector<int64_t>> rows_by_expert(const RoutingDecision& route, int64_t total_experts) {
+// Expanded rows grouped by the expert their top-k entry names; the entry of row r is read through the
+// permutation product (a narrowed one reads another row's entry).
+std::vector<std::vector<int64_t>> rows_by_expert(const RoutingDecision& route, int64_t total_experts,
+                                                 const CpuConfig& cfg) {
   std::vector<std::vector<int64_t>> rows(static_cast<size_t>(total_experts));
-  for (int64_t r = 0; r < route.tokens * route.slots; ++r) {
-    const int32_t e = route.ids[r];
+  const int64_t n = route.tokens * route.slots;
+  for (int64_t r = 0; r < n; ++r) {
+    const int32_t e = route.ids[cpu_unit_read(cfg, IndexProduct::kPermutation, r, 1, n)];
     if (e >= 0 && e < total_experts) rows[e].push_back(r);
   }
   return rows;
+}
+
+// The expert whose slot of a per-expert arena (product p) expert e's offset lands in.
+int64_t expert_read(const CpuConfig& cfg, IndexProduct p, int64_t e, const Case& c) {
+  return cpu_unit_read(cfg, p, e, index_stride(p, c.recipe), static_cast<int64_t>(c.experts.size()));
 }
 
 float act_dequant_scale(const std::vector<float>& s_q, int64_t e) {
   return 1.0f / (s_q.size() == 1 ? s_q[0] : s_q[static_cast<size_t>(e)]);
 }
 
-// One matrix `w` (N = w.rows) for the rows of expert e, writing out[off(r) + col0 + n].
+// One matrix `w` (N = w.rows) for the rows of expert e, writing out[off(r) + col0 + n], where off is
+// the output's index product `product` with row stride ldo.
 void expert_matmul(const std::vector<int64_t>& rows, const Nvfp4Matrix& w, const Nvfp4Matrix& scale_src,
-                   float alpha, const std::function<void(int64_t, ActRow&)>& load, int64_t ldo, int64_t col0,
-                   bool round, const CpuConfig& cfg, const Lut& lut, std::vector<float>& out) {
+                   float alpha, const std::function<void(int64_t, ActRow&)>& load, IndexProduct product,
+                   int64_t ldo, int64_t col0, bool round, const CpuConfig& cfg, const Lut& lut,
+                   std::vector<float>& out) {
+  const int64_t out_rows = static_cast<int64_t>(out.size()) / ldo;
   const int64_t K = w.cols, N = w.rows, nt = tile_n(cfg);
   WeightTile tile;
   std::vector<ActRow> acts(rows.size());
@@ -151,10 +166,9 @@ void expert_matmul(const std::vector<int64_t>& rows, const Nvfp4Matrix& w, const
     decode_tile(w, scale_src, n0, nt, lut, cfg, tile);
     for (size_t i = 0; i < rows.size(); ++i) {
       dot_tile(acts[i], tile, K, nt, cfg, acc.data());
-      const int64_t base = expanded_row_offset(rows[i], ldo, cfg.dev.int32_row_offset) + col0;
       for (int64_t j = 0; j < nt && n0 + j < N; ++j) {
-        const int64_t idx = base + n0 + j;
-        if (idx < 0 || idx >= static_cast<int64_t>(out.size())) continue;  // Z7: wrapped offset lost
+        const int64_t idx = cpu_offset(cfg, product, rows[i], ldo, col0 + n0 + j, out_rows);
+        if (idx < 0) continue;  // a narrowed offset left the buffer: the store is lost
         const float y = alpha * acc[j];
         out[static_cast<size_t>(idx)] = round ? round_to_bf16(y) : y;
       }
@@ -175,13 +189,15 @@ std::vector<float> cpu_gemm1(const Case& c, const RoutingDecision& route,
     for (size_t i = 0; i < x.size(); ++i) x[i] = bf16_to_float(c.hidden[i]);
   }
   const Lut lut(cfg.dev.negative_zero_nonzero);
-  const auto by_expert = rows_by_expert(route, total);
+  const auto by_expert = rows_by_expert(route, total, cfg);
   parallel_for(total, cfg.threads, [&](int64_t e) {
     if (by_expert[e].empty()) return;
     const ExpertWeights& ew = c.experts[e];
-    const ExpertWeights& scale_src = c.experts[cfg.dev.expert0_weight_scales ? 0 : e];  // Z12
-    // Z7: packed w13 found at int32 byte offset e * (2I x H/2) of one arena (wrong expert past 2^31).
-    const ExpertWeights& packed_src = c.experts[arena_expert(e, I * H, total, cfg.dev.int32_expert_offset)];
+    // Z12: every expert reads expert 0's scales. OVF: the w13 weights and block scales are found at
+    // e x stride of their arenas (another expert's past 2^31 when the product is narrowed).
+    const ExpertWeights& scale_src =
+        c.experts[cfg.dev.expert0_weight_scales ? 0 : expert_read(cfg, IndexProduct::kExpertScales, e, c)];
+    const ExpertWeights& packed_src = c.experts[expert_read(cfg, IndexProduct::kExpertW13, e, c)];
     float a_d = fc1_input ? act_dequant_scale(c.a1_scale, e) : 1.0f;
     if (fc1_input && cfg.dev.dynamic_act_scale)  // BATCH mutant: dequantize with its dynamic scale
       if (const float d = dynamic_batch_act_scale(c.hidden); d > 0) a_d = 1.0f / d;
@@ -189,15 +205,16 @@ std::vector<float> cpu_gemm1(const Case& c, const RoutingDecision& route,
     const float alpha_up =
         a_d * (cfg.dev.up_uses_gate_global ? ew.gate.global_dequant : ew.up.global_dequant);  // Z11
     auto load = [&](int64_t r, ActRow& a) {
-      load_act_row(fc1_input, fc1_input ? nullptr : x.data() + (r / route.slots) * H, r, H, lut, a);
+      load_act_row(fc1_input, fc1_input ? nullptr : x.data() + (r / route.slots) * H, r, H,
+                   IndexProduct::kExpandedInput, cfg, lut, a);
     };
     // The backend's w13 order only changes which half is computed first; columns stay semantic.
     const bool up_first = cfg.w13_order == W13Order::kUpGate;
     for (int half = 0; half < 2; ++half) {
       const bool is_up = (half == 0) == up_first;
       expert_matmul(by_expert[e], is_up ? packed_src.up : packed_src.gate,
-                    is_up ? scale_src.up : scale_src.gate, is_up ? alpha_up : alpha_gate, load, 2 * I,
-                    is_up ? I : 0, cfg.bf16_after_gemm1, cfg, lut, out);
+                    is_up ? scale_src.up : scale_src.gate, is_up ? alpha_up : alpha_gate, load,
+                    IndexProduct::kGemm1Out, 2 * I, is_up ? I : 0, cfg.bf16_after_gemm1, cfg, lut, out);
     }
   });
   return out;
@@ -210,17 +227,19 @@ std::vector<float> cpu_gemm2(const Case& c, const RoutingDecision& route,
   const int64_t total = static_cast<int64_t>(c.experts.size());
   std::vector<float> out(static_cast<size_t>(rows * H), 0.0f);
   const Lut lut(cfg.dev.negative_zero_nonzero);
-  const auto by_expert = rows_by_expert(route, total);
+  const auto by_expert = rows_by_expert(route, total, cfg);
   parallel_for(total, cfg.threads, [&](int64_t e) {
     if (by_expert[e].empty()) return;
     const ExpertWeights& ew = c.experts[e];
     const ExpertWeights& scale_src = c.experts[cfg.dev.expert0_weight_scales ? 0 : e];
+    const ExpertWeights& packed_src = c.experts[expert_read(cfg, IndexProduct::kExpertW2, e, c)];
     const float alpha = (fc2_input ? act_dequant_scale(c.a2_scale, e) : 1.0f) * ew.down.global_dequant;
     auto load = [&](int64_t r, ActRow& a) {
-      load_act_row(fc2_input, fc2_input ? nullptr : activation.data() + r * I, r, I, lut, a);
+      load_act_row(fc2_input, fc2_input ? nullptr : activation.data() + r * I, r, I, IndexProduct::kFc2Input,
+                   cfg, lut, a);
     };
-    expert_matmul(by_expert[e], ew.down, scale_src.down, alpha, load, H, 0, cfg.bf16_after_gemm2, cfg, lut,
-                  out);
+    expert_matmul(by_expert[e], packed_src.down, scale_src.down, alpha, load, IndexProduct::kGemm2Out, H, 0,
+                  cfg.bf16_after_gemm2, cfg, lut, out);
   });
   return out;
 }

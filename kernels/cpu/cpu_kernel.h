@@ -37,7 +37,7 @@ class CpuKernel : public Kernel {
   std::string profile() const override { return spec_.profile; }
   std::string description() const override { return spec_.description; }
   KernelClaims claims() const override {
-    return {.deterministic = true, .batch_invariant = true, .tactics = kCpuTactics};
+    return {.deterministic = true, .batch_invariant = true, .tactics = kCpuTactics, .index_window = true};
   }
   std::string supports(const CaseRecipe& recipe) const override;
   void run_layer(const Case& c, const RunOptions& opts, LayerResult& out) const override;

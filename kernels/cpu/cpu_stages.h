@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/case.h"
+#include "core/index_products.h"
 #include "core/layer_io.h"
 #include "core/profile.h"
 #include "core/recipe.h"
@@ -48,7 +49,6 @@ struct CpuDeviation {
   bool raw_scores_without_renorm = false;  // Z4: renormalize=false returns raw logits as weights
   bool no_renorm_epsilon = false;          // Z5: w / sum without epsilon (0/0 NaN on underflow)
   bool racy_combine = false;               // Z6: a lost update on odd-numbered runs (run_index)
-  bool int32_row_offset = false;           // Z7: gemm2 row offset computed as int32 row * stride
   bool duplicate_id_drops_slot = false;    // Z8: a repeated id in a token's row is skipped
   bool store_tile_overhang = false;        // Z9: output store writes whole N tiles past the row end
   bool swizzle_tail_transposed = false;    // Z10: partial last 128-row scale tile read transposed
@@ -63,10 +63,11 @@ struct CpuDeviation {
   bool negative_zero_nonzero = false;   // format: code 0x8 decoded as -0.5 instead of -0
   bool accumulate_into_output = false;  // CANARY: adds into the output buffer without clearing it
   bool writes_input = false;            // CANARY: writes the quantized activations back into hidden
-  bool int32_expert_offset = false;     // Z7: flat weight arena indexed by int32 `e * stride` bytes
-  bool weight_applied_twice = false;    // WEIGHT1: w in the GEMM2 epilogue AND in the weighted sum
-  bool dynamic_act_scale = false;       // BATCH: FC1 input global scale from the batch's amax
-  bool tactic1_group_scale = false;     // TACTIC: tactic 1 uses its K tile's first block scale for all 4
+  // Z7 / OVF: the width each index product (core/index_products.h) is formed in; all 64-bit here.
+  IndexWidths index_widths{};
+  bool weight_applied_twice = false;  // WEIGHT1: w in the GEMM2 epilogue AND in the weighted sum
+  bool dynamic_act_scale = false;     // BATCH: FC1 input global scale from the batch's amax
+  bool tactic1_group_scale = false;   // TACTIC: tactic 1 uses its K tile's first block scale for all 4
 };
 
 // Everything a stage needs to know, as plain data (derived once per run).
@@ -98,6 +99,7 @@ struct CpuConfig {
   // Execution.
   int tactic = 0;  // 0: 16-element K blocks summed in order; 1: 4 interleaved partial sums per 64-K tile
   int threads = 1;
+  IndexWindow window;  // RunOptions::index_window: where this case sits in the logical index space
   CpuDeviation dev;
   int64_t run_index = 0;  // only the racy-combine mutant reads it
 };

@@ -3,32 +3,18 @@
 // (CpuDeviation in cpu_stages.h says which mutant sets which flag). The correct pipeline never calls
 // these with the flag off; they exist so a mutant's bug is a faithful copy of the real one.
 //
+// (The Z7 / OVF index products live in index_math.h.)
+//
 // Example:
-//   const int64_t read = moefuzz::cpu::arena_expert(e, I * H, experts, cfg.dev.int32_expert_offset);
-//   const ExpertWeights& w = c.experts[read];   // == e unless e * stride crosses 2^31
+//   if (const float d = moefuzz::cpu::dynamic_batch_act_scale(c.hidden); d > 0) a_d = 1.0f / d;
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
 
 #include "core/bf16.h"
-#include "kernels/cpu/index_math.h"
 
 namespace moefuzz::cpu {
-
-// BUGZOO Z7 (an int32 index product): the kernel finds expert e's packed weights at byte offset
-// e * stride of one flat arena holding every expert back to back. With an int32 product the offset
-// wraps once e * stride >= 2^31; the wrapped (negative) offset lands elsewhere in the large
-// allocation - modelled, memory-safely, as that offset reduced modulo the arena - so the kernel
-// silently reads another expert's weights there and only there. Returns the expert actually read.
-inline int64_t arena_expert(int64_t e, int64_t stride_bytes, int64_t experts, bool int32_product) {
-  if (!int32_product || stride_bytes <= 0 || experts <= 0) return e;
-  const int64_t off = expanded_row_offset(e, stride_bytes, /*int32_product=*/true);
-  if (off == e * stride_bytes) return e;
-  const int64_t arena = experts * stride_bytes;
-  const int64_t in_arena = ((off % arena) + arena) % arena;
-  return in_arena / stride_bytes;
-}
 
 // BATCH mutant: a per-batch dynamic FC1 input scale (S_q = 448 * 6 / amax over the whole batch, the
 // usual NVFP4 global scale) where the recipe specifies a static one. Quantization and dequantization

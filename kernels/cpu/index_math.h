@@ -1,19 +1,37 @@
 #pragma once
-// Offsets of expanded rows into [rows, stride] buffers. The correct pipeline computes them in int64;
-// the Z7 mutant (BUGZOO.md Z7: `stride * token_offset` in int32) computes the product in int32 with
-// two's-complement wrap-around, which only differs once row * stride >= 2^31.
+// Where the CPU pipeline's index products land (core/index_products.h): every offset of a per-row,
+// per-token or per-expert buffer goes through cpu_offset, which forms the product on the logical
+// index of the run's index window (RunOptions::index_window) at the width the configuration says.
+// The correct pipeline forms all of them in 64 bits, so with or without a window it reads and
+// writes exactly local x stride + col; an OVF mutant narrows one product to 32 bits (BUGZOO Z7).
 //
 // Example:
-//   int64_t off = moefuzz::cpu::expanded_row_offset(r, H, /*int32_product=*/false);
+//   const int64_t at = moefuzz::cpu::cpu_offset(cfg, IndexProduct::kGemm1Out, r, 2 * I, col, rows);
 #include <cstdint>
+
+#include "core/index_products.h"
+#include "kernels/cpu/cpu_stages.h"
 
 namespace moefuzz::cpu {
 
-inline int64_t expanded_row_offset(int64_t row, int64_t stride, bool int32_product) {
-  if (!int32_product) return row * stride;
-  // The wrapped int32 product, computed without signed-overflow UB.
-  const uint32_t wrapped = static_cast<uint32_t>(row) * static_cast<uint32_t>(stride);
-  return static_cast<int64_t>(static_cast<int32_t>(wrapped));
+// Unit `local` (expert, token or expanded row of this case), column `col`, of product p in a buffer
+// of `extent` units x stride; -1 when a narrowed product leaves the buffer (a store there is lost).
+inline int64_t cpu_offset(const CpuConfig& cfg, IndexProduct p, int64_t local, int64_t stride, int64_t col,
+                          int64_t extent) {
+  const IndexWidth width = cfg.dev.index_widths[static_cast<size_t>(p)];
+  if (width == IndexWidth::k64) return local * stride + col;
+  return window_offset(window_first_index(p, cfg.window, cfg.slots), local, stride, col, extent, width);
+}
+
+// The unit (expert, row) actually read for unit `local` of product p: `local` unless a narrowed
+// product lands elsewhere. An offset outside the buffer reads memory that is not this unit's; that is
+// modelled, memory-safely, as a read of unit (local + step) % extent (`step`: 1 for experts and
+// top-k entries, the slots per token for expanded rows, so that the foreign row is another token's).
+inline int64_t cpu_unit_read(const CpuConfig& cfg, IndexProduct p, int64_t local, int64_t stride,
+                             int64_t extent, int64_t step = 1) {
+  if (stride <= 0 || extent <= 0) return local;
+  const int64_t at = cpu_offset(cfg, p, local, stride, 0, extent);
+  return at < 0 ? (local + step) % extent : at / stride;
 }
 
 }  // namespace moefuzz::cpu

@@ -50,7 +50,10 @@ class CudaKernel final : public Kernel {
   std::string description() const override { return spec_.description; }
   std::vector<std::string> expected_killers() const override { return spec_.killers; }
   KernelClaims claims() const override {
-    return {.deterministic = true, .batch_invariant = true, .tactics = cuda::kNumTactics};
+    return {.deterministic = true,
+            .batch_invariant = true,
+            .tactics = cuda::kNumTactics,
+            .materialized_ovf = true};
   }
   std::string supports(const CaseRecipe& r) const override {
     std::string why;

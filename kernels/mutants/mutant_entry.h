@@ -39,5 +39,6 @@ void add_memory_mutants(std::vector<KernelEntry>& out);
 void add_weight_scale_mutants(std::vector<KernelEntry>& out);
 void add_format_mutants(std::vector<KernelEntry>& out);
 void add_execution_mutants(std::vector<KernelEntry>& out);
+void add_index_overflow_mutants(std::vector<KernelEntry>& out);
 
 }  // namespace moefuzz::mutants

@@ -11,6 +11,7 @@ void add_mutant_kernels(std::vector<KernelEntry>& out) {
   mutants::add_weight_scale_mutants(out);
   mutants::add_format_mutants(out);
   mutants::add_execution_mutants(out);
+  mutants::add_index_overflow_mutants(out);
 }
 
 }  // namespace moefuzz

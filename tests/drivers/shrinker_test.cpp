@@ -1,9 +1,12 @@
 // The semantic shrinker (drivers/shrinker.h): it keeps the failure signature, produces only valid
 // recipes the kernel supports, stops at a fixpoint, and shrinks BUGZOO Z1 (rsf applied twice) on a
-// DeepSeek-V3-shaped case - the real 6.4 GB layer, through its structural proxy - to a tiny case.
+// DeepSeek-V3-shaped case - the real 6.4 GB layer, through its structural proxy - to a tiny case; a
+// failure that needs a specific shape above the check budget (hidden == 7168, experts > 256) is kept:
+// the other dimensions shrink, and the result says which dimension was kept and why.
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <functional>
 
 #include "core/case.h"
 #include "core/errors.h"
@@ -158,6 +161,127 @@ TEST(Shrinker, FullDeepSeekV3ShrinksThroughItsProxy) {
   EXPECT_LE(s.shrunk.shape.hidden, 64);
   EXPECT_LE(s.shrunk.shape.inter, 64);
   EXPECT_TRUE(signature_verdict(*k, s.shrunk, s.signature).failed());
+}
+
+// A shape-specific bug (test-only kernel): the `cpu` pipeline, whose output is doubled whenever the
+// trigger holds - the stand-in for a kernel specialised for one hidden size, or one that keeps expert
+// ids in 8 bits. It fails ORACLE on every case with the trigger and on no other.
+class ShapeTriggeredKernel : public Kernel {
+ public:
+  ShapeTriggeredKernel(std::string name, std::function<bool(const Shape&)> trigger)
+      : name_(std::move(name)), trigger_(std::move(trigger)), cpu_(make_kernel("cpu")) {}
+  std::string name() const override { return name_; }
+  std::string profile() const override { return cpu_->profile(); }
+  std::string description() const override {
+    return "test-only: cpu, output x2 when the shape trigger holds";
+  }
+  KernelClaims claims() const override { return cpu_->claims(); }
+  std::string supports(const CaseRecipe& r) const override { return cpu_->supports(r); }
+  void run_layer(const Case& c, const RunOptions& opts, LayerResult& out) const override {
+    cpu_->run_layer(c, opts, out);
+    if (!trigger_(c.recipe.shape)) return;
+    for (float& y : output_span(opts, out.output, c.recipe.shape.tokens * c.recipe.shape.hidden)) y *= 2;
+  }
+  std::vector<std::string> expected_killers() const override { return {"ORACLE"}; }
+
+ private:
+  std::string name_;
+  std::function<bool(const Shape&)> trigger_;
+  std::unique_ptr<Kernel> cpu_;
+};
+
+// Softmax routing, k = 8: too large for the default check budget (64 MiB) at these sizes.
+CaseRecipe large_softmax(int64_t hidden, int64_t inter, int64_t experts) {
+  CaseRecipe r;
+  r.profile = "sglang-cutlass-fp4";
+  r.shape = {.tokens = 4, .hidden = hidden, .inter = inter, .experts = experts, .top_k = 8};
+  return r;
+}
+
+// The ORACLE signature the trigger produces, found on a small case that has it (`small` must trigger):
+// the shrinks below keep it, which checks one invariant per candidate instead of the registry.
+std::string oracle_signature(const Kernel& k, const CaseRecipe& small) {
+  const CaseReport rep = check_case(k, materialize(small), {.invariants = select_invariants("ORACLE")});
+  return rep.failed() ? rep.first_failure().signature() : "";
+}
+
+bool notes_contain(const ShrinkResult& s, const std::string& what) {
+  for (const auto& n : s.notes)
+    if (n.find(what) != std::string::npos) return true;
+  return false;
+}
+
+TEST(Shrinker, KeepsAHiddenSizeTriggerAndShrinksTheRest) {
+  const ShapeTriggeredKernel k("test/hidden-7168", [](const Shape& s) { return s.hidden == 7168; });
+  // The real DeepSeek-V3 layer: its structural proxy (16 experts, H and I halved) loses H == 7168.
+  const CaseRecipe in = parse_recipe_file(
+      std::string(MOEFUZZ_SOURCE_DIR) + "/corpora/examples/deepseek_v3.moefuzz", int64_t{8} << 30);
+  ASSERT_EQ(in.shape.hidden, 7168);
+  CaseRecipe small = in;
+  small.shape = {.tokens = 1, .hidden = 7168, .inter = 16, .experts = 8, .top_k = 1, .n_group = 1};
+  const std::string sig = oracle_signature(k, small);
+  ASSERT_FALSE(sig.empty());
+  const ShrinkResult s = shrink_recipe(k, in, {.seconds = 60, .expected_signature = sig});
+  ASSERT_TRUE(s.input_failed) << (s.notes.empty() ? "" : s.notes.front());
+  EXPECT_FALSE(s.input_checked);
+  EXPECT_EQ(s.proxy_kept, "hidden 7168");  // the structural proxy halves H and loses the trigger
+  EXPECT_EQ(s.signature, sig);
+  EXPECT_EQ(s.shrunk.shape.hidden, 7168);
+  EXPECT_EQ(s.shrunk.shape.tokens, 1);
+  EXPECT_EQ(s.shrunk.shape.experts, 1);
+  EXPECT_EQ(s.shrunk.shape.top_k, 1);
+  EXPECT_EQ(s.shrunk.shape.inter, 16);
+  EXPECT_TRUE(s.fixpoint);
+  EXPECT_TRUE(notes_contain(s, "kept hidden 7168: the failure needs it"))
+      << ::testing::PrintToString(s.notes);
+  EXPECT_TRUE(signature_verdict(k, s.shrunk, s.signature).failed());
+  // The regression file says where the shrink started and what it kept.
+  const std::string text = format_regression(s, "cpu", "min.moefuzz");
+  EXPECT_NE(text.find("shrunk from its proxy keeping hidden 7168"), std::string::npos) << text;
+  EXPECT_NE(text.find("kept hidden 7168"), std::string::npos) << text;
+}
+
+TEST(Shrinker, KeepsAnExpertCountTriggerAndShrinksItToTheBoundary) {
+  const ShapeTriggeredKernel k("test/experts-over-256", [](const Shape& s) { return s.experts > 256; });
+  const CaseRecipe in = large_softmax(1024, 512, 320);
+  ASSERT_GT(estimate_case_bytes(in), kDefaultShrinkCheckBytes);
+  const std::string sig = oracle_signature(k, large_softmax(16, 16, 260));
+  ASSERT_FALSE(sig.empty());
+  const ShrinkResult s = shrink_recipe(k, in, {.seconds = 60, .expected_signature = sig});
+  ASSERT_TRUE(s.input_failed) << (s.notes.empty() ? "" : s.notes.front());
+  EXPECT_EQ(s.proxy_kept, "experts 320");
+  EXPECT_EQ(s.shrunk.shape.experts, 257);  // shrunk while the trigger holds, down to its boundary
+  EXPECT_EQ(s.shrunk.shape.hidden, 16);
+  EXPECT_EQ(s.shrunk.shape.inter, 16);
+  EXPECT_EQ(s.shrunk.shape.tokens, 1);
+  EXPECT_TRUE(notes_contain(s, "kept experts 257: the failure needs it"))
+      << ::testing::PrintToString(s.notes);
+}
+
+// A trigger that needs three input dimensions at once fits no proxy: the shrinker says so and how to
+// get further, instead of "nothing to shrink".
+TEST(Shrinker, SaysWhyWhenNoProxyKeepsTheTrigger) {
+  const ShapeTriggeredKernel k("test/three-dims", [](const Shape& s) {
+    return s.hidden == 7168 && s.inter == 1024 && s.experts == 64;
+  });
+  // The doubled output's signature, from the same bug without a trigger on a small case.
+  const ShapeTriggeredKernel always("test/always", [](const Shape&) { return true; });
+  const std::string sig = oracle_signature(always, large_softmax(16, 16, 8));
+  ASSERT_FALSE(sig.empty());
+  const ShrinkResult s =
+      shrink_recipe(k, large_softmax(7168, 1024, 64), {.seconds = 60, .expected_signature = sig});
+  EXPECT_FALSE(s.input_failed);
+  EXPECT_TRUE(notes_contain(s, "raise --max-check-bytes")) << ::testing::PrintToString(s.notes);
+}
+
+// A case the check budget holds keeps its trigger through the ordinary passes and names it too.
+TEST(Shrinker, NamesTheKeptDimensionOfASmallCase) {
+  const ShapeTriggeredKernel k("test/hidden-112", [](const Shape& s) { return s.hidden == 112; });
+  const ShrinkResult s = shrink_recipe(k, large_softmax(112, 64, 16), {.seconds = 30});
+  ASSERT_TRUE(s.input_failed);
+  EXPECT_TRUE(s.input_checked);
+  EXPECT_EQ(s.shrunk.shape.hidden, 112);
+  EXPECT_TRUE(notes_contain(s, "kept hidden 112: the failure needs it")) << ::testing::PrintToString(s.notes);
 }
 
 }  // namespace

@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "core/bf16.h"
+#include "core/index_products.h"
 #include "kernel_test_cases.h"
-#include "kernels/cpu/index_math.h"
 #include "kernels/registry.h"
 
 namespace moefuzz {
@@ -84,14 +84,15 @@ TEST(Mutants, RacyCombineDiffersBetweenRuns) {
 }
 
 TEST(Mutants, Int32OffsetWrapsOnlyPast2To31) {
-  // Z7 cannot be materialized here (rows * H >= 2^31 floats is 8 GiB); its index math is checked.
+  // The index math itself (core/index_products.h); OVF's window probes check the values end to end.
   const int64_t H = 7168;
-  const int64_t last_safe = (int64_t{1} << 31) / H - 1 + 1;  // rows * H just below 2^31 up to here
-  for (int64_t row : {int64_t{0}, int64_t{1}, last_safe - 1})
-    EXPECT_EQ(cpu::expanded_row_offset(row, H, true), row * H);
-  const int64_t wraps = (int64_t{1} << 31) / H + 1;  // first row whose offset passes 2^31
-  EXPECT_NE(cpu::expanded_row_offset(wraps, H, true), wraps * H);
-  EXPECT_LT(cpu::expanded_row_offset(wraps, H, true), 0);
+  const int64_t last_safe = (int64_t{1} << 31) / H;  // rows * H stays below 2^31 up to here
+  for (int64_t row : {int64_t{0}, int64_t{1}, last_safe})
+    EXPECT_EQ(formed_offset(row, H, 0, IndexWidth::kInt32), row * H);
+  const int64_t wraps = last_safe + 1;  // first row whose offset passes 2^31
+  EXPECT_NE(formed_offset(wraps, H, 0, IndexWidth::kInt32), wraps * H);
+  EXPECT_LT(formed_offset(wraps, H, 0, IndexWidth::kInt32), 0);
+  EXPECT_EQ(formed_offset(wraps, H, 0, IndexWidth::kUint32), wraps * H);  // unsigned wraps at 2^32
   EXPECT_FALSE(deviates("mutant/z7-int32-row-offset", base_case()));
 }
 

@@ -115,6 +115,7 @@ const std::map<std::string, std::string>& properties() {
       {"PARAM", "EverySemanticParameterMatters"},
       {"TACTIC", "EveryTacticAgreesWithTheOracle"},
       {"ORACLE", "KernelMatchesOracleWithinDerivedBound"},
+      {"OVF", "IndexProductsPast2To31KeepTheirValues"},
   };
   return p;
 }
@@ -181,6 +182,9 @@ RC_GTEST_PROP(InvariantProperties, EveryTacticAgreesWithTheOracle, ()) {
 }
 RC_GTEST_PROP(InvariantProperties, KernelMatchesOracleWithinDerivedBound, ()) {
   invariant_holds_on_correct_kernels("ORACLE");
+}
+RC_GTEST_PROP(InvariantProperties, IndexProductsPast2To31KeepTheirValues, ()) {
+  invariant_holds_on_correct_kernels("OVF");
 }
 
 }  // namespace

@@ -47,15 +47,14 @@ TEST_P(KernelFaults, OneFindingOfItsClassAndEveryInvariantNotEvaluated) {
   EXPECT_NE(replay.output.find("not-eval"), std::string::npos) << replay.output;
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryFaultyPluginClass, KernelFaults,
-                         ::testing::Values(FaultCase{"crash", "CRASH/layer"}, FaultCase{"hang", "HANG/layer"},
-                                           FaultCase{"exit", "BAD-RESULT/layer"},
-                                           FaultCase{"error", "ERROR/layer"},
-                                           FaultCase{"supports_hang", "HANG/supports"},
-                                           FaultCase{"supports_crash", "CRASH/supports"},
-                                           FaultCase{"oom", "OOM/layer"},
-                                           FaultCase{"bad_ids", "BAD-RESULT/route"}),
-                         [](const ::testing::TestParamInfo<FaultCase>& info) { return info.param.plugin; });
+INSTANTIATE_TEST_SUITE_P(
+    EveryFaultyPluginClass, KernelFaults,
+    ::testing::Values(FaultCase{"crash", "CRASH/layer"}, FaultCase{"hang", "HANG/layer"},
+                      FaultCase{"exit", "BAD-RESULT/layer"}, FaultCase{"error", "ERROR/layer"},
+                      FaultCase{"supports_hang", "HANG/supports"},
+                      FaultCase{"supports_crash", "CRASH/supports"}, FaultCase{"oom", "OOM/layer"},
+                      FaultCase{"bad_ids", "BAD-RESULT/route"}, FaultCase{"input_write", "BAD-RESULT/layer"}),
+    [](const ::testing::TestParamInfo<FaultCase>& info) { return info.param.plugin; });
 
 // A hang costs one timeout per case, not one per invariant (14 invariants x the timeout before).
 TEST_F(ReliabilityTest, AHangCostsOneTimeoutPerCase) {
