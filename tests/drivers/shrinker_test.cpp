@@ -213,9 +213,11 @@ bool notes_contain(const ShrinkResult& s, const std::string& what) {
 
 TEST(Shrinker, KeepsAHiddenSizeTriggerAndShrinksTheRest) {
   const ShapeTriggeredKernel k("test/hidden-7168", [](const Shape& s) { return s.hidden == 7168; });
-  // The real DeepSeek-V3 layer: its structural proxy (16 experts, H and I halved) loses H == 7168.
-  const CaseRecipe in = parse_recipe_file(
-      std::string(MOEFUZZ_SOURCE_DIR) + "/corpora/examples/deepseek_v3.moefuzz", int64_t{8} << 30);
+  // The real DeepSeek-V3 layer (the example with all 256 routed experts): its structural proxy (16
+  // experts, H and I halved) loses H == 7168.
+  CaseRecipe in = parse_recipe_file(std::string(MOEFUZZ_SOURCE_DIR) + "/corpora/examples/deepseek_v3.moefuzz",
+                                    int64_t{8} << 30);
+  in.shape.experts = 256;
   ASSERT_EQ(in.shape.hidden, 7168);
   CaseRecipe small = in;
   small.shape = {.tokens = 1, .hidden = 7168, .inter = 16, .experts = 8, .top_k = 1, .n_group = 1};
