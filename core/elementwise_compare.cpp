@@ -1,5 +1,7 @@
 #include "core/elementwise_compare.h"
 
+#include "core/residual_pattern.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -55,6 +57,11 @@ Verdict compare_elementwise(const std::string& invariant, const std::string& sta
   v.worst_elements.assign(failures.begin(), failures.begin() + std::min<size_t>(30, failures.size()));
   v.message = fmt::format("{} of {} elements exceed their bound (max error/bound {:.3g})", failing,
                           v.compared, v.max_ratio);
+  // The error's structure, named in the message (core/residual_pattern.h): `moefuzz report` shows
+  // what follows "; residual: " as the finding's residual pattern.
+  const ResidualSummary residual = summarize_residual(got, expected, bound, rows, cols, 1.0);
+  v.message +=
+      "; residual: " + (residual.pattern.empty() ? residual.where : residual.pattern + "; " + residual.where);
   return v;
 }
 

@@ -64,6 +64,7 @@ Finding save_finding(const CaseRecipe& recipe, const Verdict& v, const std::stri
   const std::string kernel_name = stored_kernel_name(kernel_as_given);
   Finding f;
   f.signature = v.signature();
+  f.message = v.message;
   // Never over an earlier finding (another run into the same directory): take the next free number.
   std::string stem;
   for (;; ++index) {
@@ -98,13 +99,25 @@ struct DrawnCase {
 CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std::ostream& log) {
   CampaignSummary s;
   s.kernel = o.kernel_name;
+  s.shapes = o.shapes;
   s.seed = o.seed;
-  const rc::Gen<CaseRecipe> gen = gen::recipe_for(o.shapes);
+  const rc::Gen<CaseRecipe> gen = gen::recipe_for(o.shapes, o.max_case_bytes);
+  if (o.shapes.rfind("model:", 0) == 0) {
+    const std::string name = o.shapes.substr(6);
+    const CaseRecipe full = gen::sample(gen::model(name), 0, 0);
+    const int64_t experts = gen::model_routed_experts(name, o.max_case_bytes);
+    if (experts != full.shape.experts)
+      log << fmt::format(
+          "moefuzz: {}: the full layer ({} routed experts) does not fit --max-case-bytes {}; checking it "
+          "with {} of them (hidden, inter, top_k and groups are the model's)\n",
+          o.shapes, full.shape.experts, format_byte_count(o.max_case_bytes), experts);
+  }
   // The profile in force (validated here: an unknown name is bad input, exit 2, before any case runs).
   const std::string profile = o.profile.empty() ? kernel.profile() : profile_by_name(o.profile).name;
   const int jobs = std::max(1, o.jobs);
   if (jobs > 1 && !o.worker_kernel)
     throw std::logic_error("run_campaign: jobs > 1 needs CampaignOptions::worker_kernel");
+  s.profile = profile;
   const auto start = std::chrono::steady_clock::now();
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -216,6 +229,7 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     consecutive_unsupported = 0;
     const CaseReport& rep = d.report;
     tally(s.tallies, rep);
+    note_case(s.reached, r);
     ++s.cases;
     if (rep.failed()) {
       const Verdict& v = rep.first_failure();
@@ -275,6 +289,8 @@ std::string format_summary_table(const CampaignSummary& s) {
 nlohmann::json summary_json(const CampaignSummary& s) {
   nlohmann::json j;
   j["kernel"] = s.kernel;
+  j["profile"] = s.profile;
+  j["shapes"] = s.shapes;
   j["seed"] = s.seed;
   j["cases"] = s.cases;
   j["unsupported"] = s.unsupported;
@@ -288,9 +304,11 @@ nlohmann::json summary_json(const CampaignSummary& s) {
                              {"vacuous_share", t.vacuous_share()},
                              {"not_evaluated", t.not_evaluated},
                              {"max_ratio", t.max_ratio}};
+  j["reached"] = coverage_json(s.reached);
   j["findings"] = nlohmann::json::array();
   for (const auto& f : s.findings)
     j["findings"].push_back({{"signature", f.signature},
+                             {"message", f.message},
                              {"recipe", f.recipe_path},
                              {"report", f.report_path},
                              {"repro", f.repro},

@@ -23,6 +23,7 @@
 #include "core/recipe.h"
 #include "core/verdict.h"
 #include "drivers/check_engine.h"
+#include "drivers/run_coverage.h"
 #include "kernels/kernel.h"
 
 namespace moefuzz {
@@ -56,6 +57,7 @@ struct CampaignOptions {
 
 struct Finding {
   std::string signature;  // invariant/stage
+  std::string message;    // the first failing case's one-line message (with its residual pattern)
   std::string recipe_path;
   std::string report_path;
   std::string repro;        // the one-line command
@@ -64,6 +66,8 @@ struct Finding {
 
 struct CampaignSummary {
   std::string kernel;
+  std::string profile;  // the profile in force
+  std::string shapes;   // the shape class drawn from (--shapes)
   uint64_t seed = 0;
   int64_t cases = 0;             // checked
   int64_t unsupported = 0;       // drawn but outside the kernel's domain
@@ -71,6 +75,7 @@ struct CampaignSummary {
   double seconds = 0;
   int interrupted_by = 0;  // the signal (SIGINT, SIGTERM) that stopped the campaign early, else 0
   Tallies tallies;
+  RunCoverage reached;  // routing modes, profiles, shape classes and hostile corners of the checked cases
   std::vector<Finding> findings;
 };
 
@@ -82,6 +87,8 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& option
 Finding save_finding(const CaseRecipe& recipe, const Verdict& v, const std::string& kernel_name,
                      const std::string& out_dir, int64_t index, const std::string& profile_override = "");
 std::string format_summary_table(const CampaignSummary& s);
+// The summary as JSON; `moefuzz check` also writes it as DIR/summary.json, which `moefuzz report`
+// reads (docs/report.md).
 nlohmann::json summary_json(const CampaignSummary& s);
 
 }  // namespace moefuzz

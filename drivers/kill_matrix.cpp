@@ -192,9 +192,12 @@ MutantRow mutant_row(const std::string& mutant_name, const std::function<std::un
     for (uint64_t index = 0; index < 64; ++index) {
       CaseRecipe r = focus_on(inv.code, 0, gen::sample(gen, o.seed, index, 10));
       r.profile = kernel->profile();
-      if (!kernel->supports(r).empty() || !validate(r).empty() || !inv.applies(*kernel, r).empty()) continue;
+      if (!kernel->supports(r).empty() || !validate(r).empty() || estimate_case_bytes(r) > o.max_case_bytes ||
+          !inv.applies(*kernel, r).empty())
+        continue;
       ++row.cases;
-      const CaseReport rep = check_case(*kernel, materialize(r), CheckOptions{.invariants = {&inv}});
+      const CaseReport rep =
+          check_case(*kernel, materialize(r, o.max_case_bytes), CheckOptions{.invariants = {&inv}});
       for (const auto& v : rep.verdicts)
         if (v.failed()) row.kills[v.invariant] = KillCell{row.cases, since(start)};
       break;
@@ -205,11 +208,11 @@ MutantRow mutant_row(const std::string& mutant_name, const std::function<std::un
     if (all_declared_killed(row)) break;
     CaseRecipe r = campaign_case(gen, o.seed, index, row.expected);
     r.profile = kernel->profile();
-    if (!kernel->supports(r).empty() || !validate(r).empty()) {
+    if (!kernel->supports(r).empty() || !validate(r).empty() || estimate_case_bytes(r) > o.max_case_bytes) {
       if (index > static_cast<uint64_t>(o.max_cases_per_mutant) * 20) break;
       continue;
     }
-    const Case c = materialize(r);
+    const Case c = materialize(r, o.max_case_bytes);
     CheckOptions co;
     for (const Invariant* inv : cheap) {
       auto it = row.kills.find(inv->code);
@@ -248,9 +251,11 @@ std::pair<int64_t, std::string> correct_sweep(const KernelEntry& entry, const Ki
     CaseRecipe r =
         gen::sample(gen, o.seed ^ 0xC0FFEEu, index, static_cast<int>(std::min<uint64_t>(100, index)));
     r.profile = kernel->profile();
-    if (!kernel->supports(r).empty() || !validate(r).empty()) continue;
+    if (!kernel->supports(r).empty() || !validate(r).empty() || estimate_case_bytes(r) > o.max_case_bytes)
+      continue;
     ++run;
-    const CaseReport rep = check_case(*kernel, materialize(r), CheckOptions{.invariants = cheap});
+    const CaseReport rep =
+        check_case(*kernel, materialize(r, o.max_case_bytes), CheckOptions{.invariants = cheap});
     if (rep.failed() && failures++ == 0)
       first = rep.first_failure().signature() + ": " + rep.first_failure().message;
   }
@@ -266,7 +271,7 @@ KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
     m.invariants.push_back(inv.code);
     if (!inv.expensive) cheap.push_back(&inv);
   }
-  const rc::Gen<CaseRecipe> gen = gen::recipe_for(o.shapes);
+  const rc::Gen<CaseRecipe> gen = gen::recipe_for(o.shapes, o.max_case_bytes);
 
   // The registry's mutants (all, or those named), then named kernels from outside the registry (a
   // plugin path, a py: kernel) that declare expected killers: users score their own mutants too.

@@ -21,6 +21,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/recipe.h"
+
 namespace moefuzz {
 
 struct KillCell {
@@ -53,6 +55,9 @@ struct KillMatrixOptions {
   // come out in the same order. Case budgets give the same matrix for any jobs; a time budget
   // (seconds_per_mutant) is per mutant, on that mutant's thread.
   int jobs = 1;
+  // Drawn recipes above this many bytes (estimate_case_bytes) are skipped like unsupported ones
+  // (`moefuzz mutants` passes --max-case-bytes).
+  int64_t max_case_bytes = kDefaultMaxCaseBytes;
 };
 
 struct KillMatrix {

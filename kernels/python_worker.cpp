@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
 
@@ -125,10 +126,19 @@ std::vector<WireTensor> WorkerMessage::tensors() const {
 }
 
 std::string moefuzz_python_dir() {
+  if (const char* env = std::getenv("MOEFUZZ_PYTHONPATH"); env != nullptr && *env != '\0') return env;
+  // An installed moefuzz (`cmake --install`, docs/decisions.md) carries its package beside it:
+  // <prefix>/bin/moefuzz and <prefix>/lib/moefuzz/python/moefuzz/, so it never reads the source tree.
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const std::filesystem::path installed = exe.parent_path().parent_path() / "lib/moefuzz/python";
+    if (std::filesystem::is_regular_file(installed / "moefuzz/worker.py", ec)) return installed.string();
+  }
 #ifdef MOEFUZZ_PYTHON_SOURCE_DIR
-  return env_or("MOEFUZZ_PYTHONPATH", MOEFUZZ_PYTHON_SOURCE_DIR);
+  return MOEFUZZ_PYTHON_SOURCE_DIR;
 #else
-  return env_or("MOEFUZZ_PYTHONPATH", "");
+  return "";
 #endif
 }
 

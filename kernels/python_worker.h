@@ -94,8 +94,9 @@ class PythonWorker {
   int starts_ = 0;
 };
 
-// Where the moefuzz Python package lives (the directory holding python/moefuzz): $MOEFUZZ_PYTHONPATH,
-// else the source tree this binary was built from, else "" (the package is installed with pip).
+// Where the moefuzz Python package lives (the directory holding moefuzz/): $MOEFUZZ_PYTHONPATH, else
+// <prefix>/lib/moefuzz/python beside an installed binary (<prefix>/bin), else the source tree's
+// python/ this binary was built from, else "" (the package is installed with pip).
 std::string moefuzz_python_dir();
 
 }  // namespace moefuzz

@@ -13,6 +13,7 @@ PACKAGES=(
   gnuplot-nox                                  # drift plots
   python3 python3-venv                         # Python kernels (py:) and their tests (scripts/python-env.sh)
   clang-format                                 # tests/format_check.sh (ctest format.clang_format)
+  chromium                                     # headless browser of the report test (cli.report_in_browser)
   git ca-certificates
 )
 missing=()

@@ -92,11 +92,12 @@ void add_check_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"standard", "large"}))
       ->capture_default_str();
   cmd->add_option("--tactic", a.tactic, "Kernel tactic for the baseline run")->check(CLI::NonNegativeNumber);
-  cmd->add_option("--out", a.out, "Directory for findings (default: $TMPDIR/moefuzz/<kernel>-seed<S>)");
   cmd->add_option("-j,--jobs", a.jobs,
                   "Cases checked at once, each worker with its own kernel instance (default: all cores; the "
                   "results do not depend on it)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--out", a.out,
+                  "Directory for findings and summary.json (default: $TMPDIR/moefuzz/<kernel>-seed<S>)");
   cmd->add_option("--json", a.json, "Write the summary as JSON here");
   cmd->add_option("--junit", a.junit, "Write JUnit XML here: one test case per invariant and per finding");
   static TensorFileArgs files;
@@ -159,7 +160,11 @@ void add_check_command(CLI::App& app, int& exit_code) {
           s.unsupported, s.last_unsupported.empty() ? "time ran out" : s.last_unsupported));
     std::cout << format_summary_table(s);
     if (!s.findings.empty()) std::cout << "findings written to " << o.out_dir << "\n";
-    if (!a.json.empty()) write_output(a.json, summary_json(s).dump(2) + "\n");
+    // DIR/summary.json always: `moefuzz report DIR` reads it (docs/report.md).
+    const std::string summary = summary_json(s).dump(2) + "\n";
+    make_directories(out_dir);
+    write_file_atomically(out_dir + "/summary.json", summary);
+    if (!a.json.empty()) write_output(a.json, summary);
     if (!a.junit.empty()) write_junit_file(a.junit, {junit_suite(s)});
     exit_code = s.interrupted_by != 0 ? 128 + s.interrupted_by : s.findings.empty() ? 0 : 1;
   });

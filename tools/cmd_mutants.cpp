@@ -15,6 +15,7 @@
 #include "kernels/registry.h"
 #include "tools/check_workers.h"
 #include "tools/commands.h"
+#include "tools/global_options.h"
 
 namespace moefuzz::cli {
 
@@ -57,6 +58,7 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
             "path or a py:MODULE:ATTR kernel)",
             name));
     }
+    o.max_case_bytes = global_options().max_case_bytes;
     if (!json.empty()) check_output_file(json);  // before the matrix: a bad path costs nothing
     o.jobs = jobs > 0 ? jobs : default_jobs();
     const KillMatrix m = run_kill_matrix(o);

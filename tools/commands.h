@@ -14,5 +14,6 @@ void add_mutants_command(CLI::App& app, int& exit_code);
 void add_drift_command(CLI::App& app, int& exit_code);
 void add_shrink_command(CLI::App& app, int& exit_code);
 void add_campaign_command(CLI::App& app, int& exit_code);
+void add_report_command(CLI::App& app, int& exit_code);
 
 }  // namespace moefuzz::cli

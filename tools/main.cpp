@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   moefuzz::cli::add_drift_command(app, exit_code);
   moefuzz::cli::add_shrink_command(app, exit_code);
   moefuzz::cli::add_campaign_command(app, exit_code);
+  moefuzz::cli::add_report_command(app, exit_code);
   // A misspelled command or option is named with the nearest known one (CLI11 alone would say "A
   // subcommand is required").
   if (const std::string why = moefuzz::cli::misspelling_message(app, argc, argv); !why.empty()) {

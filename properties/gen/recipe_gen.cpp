@@ -80,6 +80,10 @@ const std::vector<ModelShape>& models() {
   return m;
 }
 
+// A model class draws 1..kModelMaxTokens tokens: a decode-sized batch, where routing and the
+// per-expert GEMMs already meet every model dimension.
+constexpr int64_t kModelMaxTokens = 4;
+
 // Token counts that sit on and around tile boundaries.
 const std::vector<int64_t> kBoundaryTokens = {1,  2,  3,  7,  8,  9,  15,  16,  17,
                                               31, 32, 33, 63, 64, 65, 127, 128, 129};
@@ -90,6 +94,19 @@ std::vector<std::string> model_names() {
   std::vector<std::string> n;
   for (const auto& m : models()) n.push_back(m.name);
   return n;
+}
+
+std::string model_of(const Shape& shape) {
+  for (const auto& m : models()) {
+    Shape same = m.shape;
+    same.tokens = shape.tokens;
+    same.experts = shape.experts;
+    if (same != shape || shape.experts > m.shape.experts) continue;
+    return shape.experts == m.shape.experts
+               ? m.name
+               : fmt::format("{} ({} of {} routed experts)", m.name, shape.experts, m.shape.experts);
+  }
+  return "";
 }
 
 rc::Gen<ValueProfile> value_profile() {
@@ -216,7 +233,9 @@ rc::Gen<CaseRecipe> recipe(ShapeClass shapes) {
   });
 }
 
-rc::Gen<CaseRecipe> model(std::string_view name) {
+namespace {
+
+const ModelShape& model_named(std::string_view name) {
   const auto it =
       std::find_if(models().begin(), models().end(), [&](const ModelShape& m) { return m.name == name; });
   if (it == models().end()) {
@@ -224,12 +243,51 @@ rc::Gen<CaseRecipe> model(std::string_view name) {
     for (const auto& m : models()) known += (known.empty() ? "" : ", ") + m.name;
     throw InputError(fmt::format("unknown model '{}' (known: {})", name, known));
   }
-  const ModelShape m = *it;
+  return *it;
+}
+
+// The largest case model `m` draws with `experts` routed experts: the most tokens, and each
+// quantization choice that changes the tensors' sizes (activation format, act-scale mode).
+int64_t largest_draw_bytes(const ModelShape& m, int64_t experts) {
+  int64_t largest = 0;
+  for (ActivationFormat a : {ActivationFormat::kNvfp4, ActivationFormat::kBf16})
+    for (ActScaleMode s : {ActScaleMode::kGlobal, ActScaleMode::kPerExpert}) {
+      CaseRecipe r;
+      r.shape = m.shape;
+      r.shape.tokens = kModelMaxTokens;
+      r.shape.experts = experts;
+      r.routing.mode = m.mode;
+      r.quant.activations = a;
+      r.quant.act_scales = s;
+      largest = std::max(largest, estimate_case_bytes(r));
+    }
+  return largest;
+}
+
+}  // namespace
+
+int64_t model_routed_experts(std::string_view name, int64_t max_case_bytes) {
+  const ModelShape& m = model_named(name);
+  int64_t experts = m.shape.experts;
+  // Halving keeps every group equally sized (n_group divides the count while the groups hold an even
+  // number of experts) and stops before the selected groups could no longer hold top_k experts.
+  auto can_halve = [&](int64_t e) {
+    const int64_t half = e / 2, per_group = half / m.shape.n_group;
+    return e % 2 == 0 && half % m.shape.n_group == 0 && half >= m.shape.top_k &&
+           per_group * m.shape.topk_group >= m.shape.top_k;
+  };
+  while (largest_draw_bytes(m, experts) > max_case_bytes && can_halve(experts)) experts /= 2;
+  return experts;
+}
+
+rc::Gen<CaseRecipe> model(std::string_view name, int64_t max_case_bytes) {
+  ModelShape m = model_named(name);
+  m.shape.experts = model_routed_experts(name, max_case_bytes);
   return rc::gen::exec([m] {
     CaseRecipe r;
     draw_semantics(r);
     r.shape = m.shape;
-    r.shape.tokens = *rc::gen::inRange<int64_t>(1, 5);
+    r.shape.tokens = *rc::gen::inRange<int64_t>(1, kModelMaxTokens + 1);
     r.routing.mode = m.mode;
     r.routing.hash_score = m.score;
     r.routing.renormalize = m.renormalize;
@@ -248,11 +306,11 @@ rc::Gen<CaseRecipe> model(std::string_view name) {
   });
 }
 
-rc::Gen<CaseRecipe> recipe_for(std::string_view shapes) {
+rc::Gen<CaseRecipe> recipe_for(std::string_view shapes, int64_t max_case_bytes) {
   if (shapes == "small") return recipe(ShapeClass::kSmall);
   if (shapes == "medium") return recipe(ShapeClass::kMedium);
   if (shapes == "large") return recipe(ShapeClass::kLarge);
-  if (shapes.rfind("model:", 0) == 0) return model(shapes.substr(6));
+  if (shapes.rfind("model:", 0) == 0) return model(shapes.substr(6), max_case_bytes);
   throw InputError(fmt::format("--shapes: '{}' is not small, medium, large or model:NAME", shapes));
 }
 

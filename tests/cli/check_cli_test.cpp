@@ -86,7 +86,10 @@ TEST_F(CheckCli, CorrectKernelPassesWithSummaryTableAndJson) {
   EXPECT_TRUE(j.at("findings").empty());
   EXPECT_TRUE(j.at("invariants").contains("ORACLE"));
   EXPECT_EQ(j.at("invariants").at("ORACLE").at("fail"), 0);
-  EXPECT_TRUE(files_in(out).empty()) << "a passing campaign writes no finding";
+  // A passing campaign writes no finding: only the summary that `moefuzz report` reads, the same JSON.
+  ASSERT_EQ(files_in(out).size(), 1u) << "a passing campaign writes no finding";
+  EXPECT_EQ(files_in(out).front().filename(), "summary.json");
+  EXPECT_EQ(nlohmann::json::parse(read_file(out / "summary.json")), j);
 }
 
 TEST_F(CheckCli, SameSeedSameSummary) {
@@ -108,7 +111,8 @@ TEST_F(CheckCli, MutantIsCaughtAndItsFindingReplays) {
   report.replace_extension(".txt");
   ASSERT_TRUE(fs::exists(report));
   for (const auto& p : files_in(recipe.parent_path()))
-    EXPECT_TRUE(p.extension() == ".moefuzz" || p.extension() == ".txt") << "stray file " << p;
+    EXPECT_TRUE(p.extension() == ".moefuzz" || p.extension() == ".txt" || p.filename() == "summary.json")
+        << "stray file " << p;
   const std::string text = read_file(report);
   EXPECT_EQ(text.rfind("==== moefuzz: CHECK FAILED ====", 0), 0u) << text;
   EXPECT_NE(text.find(std::string("kernel: ") + kMutant), std::string::npos) << text;
