@@ -169,7 +169,7 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     if (unsupported.empty() && !supports_fault && bytes > o.max_case_bytes)
       unsupported = fmt::format("the case needs {}, above --max-case-bytes {}", format_byte_count(bytes),
                                 format_byte_count(o.max_case_bytes));
-    if (unsupported.empty() && !supports_fault) unsupported = check_memory_refusal(r);
+    if (unsupported.empty() && !supports_fault) unsupported = check_memory_refusal(d.recipe);
     if (!unsupported.empty() && !supports_fault) {
       d.kind = DrawnCase::Kind::kUnsupported;
       d.unsupported = std::move(unsupported);
@@ -229,7 +229,7 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     consecutive_unsupported = 0;
     const CaseReport& rep = d.report;
     tally(s.tallies, rep);
-    note_case(s.reached, r);
+    note_case(s.reached, d.recipe);
     ++s.cases;
     if (rep.failed()) {
       const Verdict& v = rep.first_failure();

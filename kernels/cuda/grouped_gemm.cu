@@ -19,6 +19,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 
 #include "kernels/cuda/device_formats.cuh"
 #include "kernels/cuda/launch.h"
