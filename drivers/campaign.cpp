@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -23,6 +24,7 @@
 #include "core/repro_command.h"
 #include "core/terminal_width.h"
 #include "drivers/finding_file.h"
+#include "drivers/memory_gate.h"
 #include "drivers/ordered_parallel.h"
 #include "drivers/progress_line.h"
 #include "drivers/shrinker.h"
@@ -142,6 +144,9 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     if (jobs > 1) worker_kernels[w] = o.worker_kernel(w);
   };
 
+  // Parallel workers together never hold more than the memory there is (drivers/memory_gate.h).
+  MemoryGate memory(std::max<int64_t>(available_memory_bytes(), 1));
+
   // The case of one index: a pure function of (seed, index) and the kernel's answers.
   auto produce = [&](int w, uint64_t index) {
     DrawnCase d;
@@ -177,8 +182,12 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     }
     try {
       // A fault in supports() is the case's finding: nothing else runs on it.
-      d.report = supports_fault ? fault_report(*supports_fault, co)
-                                : check_case(k, materialize(d.recipe, o.max_case_bytes), co);
+      if (supports_fault) {
+        d.report = fault_report(*supports_fault, co);
+      } else {
+        const MemoryGate::Hold hold(memory, estimate_check_bytes(d.recipe));
+        d.report = check_case(k, materialize(d.recipe, o.max_case_bytes), co);
+      }
       d.report.baseline.reset();  // not needed here; results wait in memory for their commit
     } catch (const Interrupted&) {
       d.kind = DrawnCase::Kind::kInterrupted;  // the interrupted case is not counted
@@ -189,6 +198,7 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
   };
 
   int64_t consecutive_unsupported = 0;
+  std::atomic<uint64_t> cases_left{o.cases > 0 ? static_cast<uint64_t>(o.cases) : UINT64_MAX};
   // Everything that shows (tallies, finding numbers, FINDING lines, progress) happens here, in
   // index order, on this thread.
   auto commit = [&](uint64_t index, DrawnCase& d) {
@@ -254,9 +264,11 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
                                   terminal_columns(STDERR_FILENO))
           << "\x1b[K" << std::flush;
     }
-    return true;
+    cases_left = o.cases > 0 ? static_cast<uint64_t>(o.cases - s.cases) : UINT64_MAX;
+    return cases_left > 0;
   };
-  run_in_index_order<DrawnCase>(jobs, start_worker, produce, commit);
+  // No case is checked past --cases (each would cost a whole check, and memory).
+  run_in_index_order<DrawnCase>(jobs, start_worker, produce, commit, [&] { return cases_left.load(); });
   if (o.progress) log << "\n";
   s.seconds = elapsed();
   return s;

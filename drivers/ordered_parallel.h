@@ -8,7 +8,9 @@
 // on that thread (a per-thread kernel, a GPU bound to the thread). commit(index, result) runs on the
 // calling thread for index 0, 1, 2, ... and returns false to stop: no later index is committed, the
 // workers stop claiming new indices and finish the ones they hold, whose results are dropped.
-// Workers run at most `4 * jobs` indices ahead of the next commit (memory stays bounded).
+// Workers run at most `4 * jobs` indices ahead of the next commit (memory stays bounded), and at
+// most max_ahead() when given (read under the lock after each commit: a driver with N results left
+// to commit says so, and no work is done past them).
 // An exception from produce is rethrown on the calling thread when its index comes up for commit
 // (so one thrown for an index past the stop point is dropped with it); one from start is rethrown at
 // once. Every worker has ended when run_in_index_order returns or throws. jobs <= 1 runs everything
@@ -20,6 +22,7 @@
 //       3, [](int) {}, [](int, uint64_t i) { return static_cast<int64_t>(i * i); },
 //       [&](uint64_t, int64_t& v) { squares.push_back(v); return squares.size() < 10; });
 //   // squares == {0, 1, 4, ..., 81} for any jobs
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -36,7 +39,8 @@ namespace moefuzz {
 template <class Result>
 void run_in_index_order(int jobs, const std::function<void(int worker)>& start,
                         const std::function<Result(int worker, uint64_t index)>& produce,
-                        const std::function<bool(uint64_t index, Result& result)>& commit) {
+                        const std::function<bool(uint64_t index, Result& result)>& commit,
+                        const std::function<uint64_t()>& max_ahead = {}) {
   if (jobs <= 1) {
     start(0);
     for (uint64_t i = 0;; ++i) {
@@ -70,7 +74,9 @@ void run_in_index_order(int jobs, const std::function<void(int worker)>& start,
       uint64_t i = 0;
       {
         std::unique_lock<std::mutex> l(m);
-        cv.wait(l, [&] { return stop || next_index < next_commit + window; });
+        cv.wait(l, [&] {
+          return stop || next_index < next_commit + std::min(window, max_ahead ? max_ahead() : window);
+        });
         if (stop) return;
         i = next_index++;
       }

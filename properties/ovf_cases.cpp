@@ -42,6 +42,10 @@ std::vector<OvfProbe> ovf_probes(const CaseRecipe& base) {
   r.routing.shared_fusion = SharedFusion::kSeparate;
   r.routing.vocab = 1;
   r.edits.clear();
+  // Default value profiles and scale: the probe asks about indices, and a base case drawn with
+  // hostile values (tiny weights or rsf) would leave an output that underflows, a vacuous verdict.
+  r.values = ValueProfile{};
+  r.routing.routed_scaling_factor = Routing{}.routed_scaling_factor;
   r.files = {};  // a synthetic shape far larger than any file's slice: the probe's tensors are drawn
   r.edits.push_back(Edit{"token_ids", {0}, 0});
   int64_t slot = 0;
