@@ -116,15 +116,14 @@ Invariant make_ovf_invariant() {
   inv.check = [](CheckContext& ctx) -> Verdict {
     if (ctx.kernel().claims().index_window) return window_probes(ctx);
     // The materialized probe ignores the base case's shape: once per kernel and profile.
+    // Held while the probe runs: parallel workers (check -j) wait for the one probe instead of each
+    // materializing its own ~4 GiB case at once.
     static std::mutex mu;
     static std::map<std::string, Verdict> done;
     const std::string key = ctx.kernel().name() + "|" + ctx.profile().name;
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      if (auto it = done.find(key); it != done.end()) return it->second;
-    }
-    Verdict v = materialized_probes(ctx);
     std::lock_guard<std::mutex> lock(mu);
+    if (auto it = done.find(key); it != done.end()) return it->second;
+    Verdict v = materialized_probes(ctx);
     done.emplace(key, v);
     return v;
   };
