@@ -155,8 +155,10 @@ SafetensorsFile::SafetensorsFile(std::string path) : path_(std::move(path)) {
         }
         continue;
       }
+      // A copy, not the structured binding: clang before C++20's P1091 cannot capture a binding.
+      const std::string tensor_name = name;
       const auto bad = [&](const std::string& why) {
-        return InputError(fmt::format("{}: tensor '{}': {}", path_, printable(name), why));
+        return InputError(fmt::format("{}: tensor '{}': {}", path_, printable(tensor_name), why));
       };
       if (!entry.is_object()) throw bad("entry is not an object {dtype, shape, data_offsets}");
       const auto dtype = entry.find("dtype");
