@@ -29,26 +29,6 @@ std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-// Runs `command` with /bin/sh in `dir`; returns the exit code, output into *output.
-int run_shell_in(const fs::path& dir, const std::string& command, std::string* output) {
-  const std::string line = "cd '" + dir.string() + "' && " + command + " 2>&1";
-  FILE* pipe = ::popen(line.c_str(), "r");
-  if (pipe == nullptr) return -1;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) output->append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-// The text after "REPRO: " on the first line that has it.
-std::string repro_line(const std::string& text) {
-  const size_t at = text.find("REPRO: ");
-  if (at == std::string::npos) return "";
-  const size_t start = at + 7;
-  return text.substr(start, text.find('\n', start) - start);
-}
-
 class EverydayCli : public ::testing::Test {
  protected:
   fs::path dir_ = fs::path(::testing::TempDir()) / ("everyday_cli_test_" + std::to_string(::getpid()));

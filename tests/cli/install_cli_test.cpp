@@ -11,28 +11,11 @@
 #include <filesystem>
 #include <string>
 
+#include "cli/run_moefuzz.h"
+
 namespace {
 
 namespace fs = std::filesystem;
-
-// Runs `command` with /bin/sh in `dir`; returns the exit code, output into *output.
-int run_shell_in(const fs::path& dir, const std::string& command, std::string* output) {
-  const std::string line = "cd '" + dir.string() + "' && " + command + " 2>&1";
-  FILE* pipe = ::popen(line.c_str(), "r");
-  if (pipe == nullptr) return -1;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) output->append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
-
-std::string repro_line(const std::string& text) {
-  const size_t at = text.find("REPRO: ");
-  if (at == std::string::npos) return "";
-  const size_t start = at + 7;
-  return text.substr(start, text.find('\n', start) - start);
-}
 
 class InstallCli : public ::testing::Test {
  protected:

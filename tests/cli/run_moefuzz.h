@@ -10,9 +10,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,26 @@ struct RunResult {
   int64_t max_rss_kib = 0;  // peak resident memory of the child
   double seconds = 0;
 };
+
+// Runs `command` with /bin/sh in `dir`; returns the exit code, output (stdout and stderr) into *output.
+inline int run_shell_in(const std::string& dir, const std::string& command, std::string* output) {
+  const std::string line = "cd '" + dir + "' && " + command + " 2>&1";
+  FILE* pipe = ::popen(line.c_str(), "r");
+  if (pipe == nullptr) return -1;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) output->append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+// The text after "REPRO: " on the first line that has it ("" when none).
+inline std::string repro_line(const std::string& text) {
+  const size_t at = text.find("REPRO: ");
+  if (at == std::string::npos) return "";
+  const size_t start = at + 7;
+  return text.substr(start, text.find('\n', start) - start);
+}
 
 // The build directory whose bin/moefuzz and lib/ plugins a test uses: the folder above the test
 // binary's own bin/ when it holds bin/moefuzz (so a build copied to a GPU host by `scripts/gpu-host.sh
