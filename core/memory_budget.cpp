@@ -83,8 +83,7 @@ int64_t estimate_check_bytes(const CaseRecipe& r) {
                                            : static_cast<int64_t>(bytes);
 }
 
-std::string check_memory_refusal(const CaseRecipe& r) {
-  const int64_t available = available_memory_bytes();
+std::string check_memory_refusal(const CaseRecipe& r, int64_t available) {
   const int64_t needs = estimate_check_bytes(r);
   if (available <= 0 || needs <= available) return "";
   return fmt::format(

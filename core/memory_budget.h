@@ -33,13 +33,18 @@ inline constexpr int64_t kCheckPeakBytesPerCaseByte = 4;
 //   if (estimate_check_bytes(r) > available_memory_bytes()) ...;   // refuse before allocating
 int64_t estimate_check_bytes(const CaseRecipe& r);
 
-// "" when checking `r` fits the memory available now (or that is unknown), else the one-line
-// reason (exit 2 before anything is allocated).
-std::string check_memory_refusal(const CaseRecipe& r);
+// "" when checking `r` fits `available` bytes (<= 0: unknown, never refused), else the one-line
+// reason (exit 2 before anything is allocated). A run measures `available` once, at its start, so
+// which cases it refuses does not depend on what its other workers hold at the moment.
+std::string check_memory_refusal(const CaseRecipe& r, int64_t available);
 
 // MemAvailable from /proc/meminfo in bytes (the kernel's estimate of what can be allocated without
 // swapping), or -1 when it cannot be read.
 int64_t available_memory_bytes();
+// check_memory_refusal against the memory available now (replay: one file at a time).
+inline std::string check_memory_refusal(const CaseRecipe& r) {
+  return check_memory_refusal(r, available_memory_bytes());
+}
 
 // available_memory_bytes() / kCheckPeakBytesPerCaseByte; kDefaultMaxCaseBytes (2 GiB) when the
 // available memory is unknown.

@@ -145,7 +145,10 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
   };
 
   // Parallel workers together never hold more than the memory there is (drivers/memory_gate.h).
-  MemoryGate memory(std::max<int64_t>(available_memory_bytes(), 1));
+  // Memory is measured once: refusals (check_memory_refusal) then depend on the case alone, not on
+  // what the other workers hold when it is drawn.
+  const int64_t memory_at_start = available_memory_bytes();
+  MemoryGate memory(std::max<int64_t>(memory_at_start, 1));
 
   // The case of one index: a pure function of (seed, index) and the kernel's answers.
   auto produce = [&](int w, uint64_t index) {
@@ -174,7 +177,7 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     if (unsupported.empty() && !supports_fault && bytes > o.max_case_bytes)
       unsupported = fmt::format("the case needs {}, above --max-case-bytes {}", format_byte_count(bytes),
                                 format_byte_count(o.max_case_bytes));
-    if (unsupported.empty() && !supports_fault) unsupported = check_memory_refusal(d.recipe);
+    if (unsupported.empty() && !supports_fault) unsupported = check_memory_refusal(d.recipe, memory_at_start);
     if (!unsupported.empty() && !supports_fault) {
       d.kind = DrawnCase::Kind::kUnsupported;
       d.unsupported = std::move(unsupported);
