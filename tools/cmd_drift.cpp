@@ -40,8 +40,7 @@ void add_drift_command(CLI::App& app, int& exit_code) {
     if (!recipe_path.empty()) {
       base = parse_recipe_file(recipe_path, global_options().max_case_bytes);
     } else {
-      // 64 tokens in layers mode: the bias test counts tokens, not elements (properties/drift.h), and
-      // its limit at the 6-sigma tail probability falls to ~7 only with tens of tokens.
+      // 64 tokens in layers mode: many elements per layer, so each layer's bias is measured well.
       base.shape =
           Shape{.tokens = mode == "layers" ? 64 : 1, .hidden = 64, .inter = 32, .experts = 8, .top_k = 2};
       base.routing.routed_scaling_factor = 2.5;
@@ -57,10 +56,10 @@ void add_drift_command(CLI::App& app, int& exit_code) {
       rep.kernel = name;
       const DriftPoint& last = rep.points.back();
       std::cout << fmt::format(
-          "{:<32} {}: final |D|/rw-scale {:.3g} (limit {}), z signed {:+.2f}, z shrink {:+.2f}, max "
-          "single-call ratio {:.3g}\n",
-          name, rep.verdict.failed() ? "FAIL" : "ok  ", last.max_normalized, kDriftKappa, last.z_signed,
-          last.z_shrink, last.max_single_ratio);
+          "{:<32} {}: final |D|/rw-scale {:.3g} (limit {}), bias/bound signed {:+.3g} (t {:+.2f}), shrink "
+          "{:+.3g} (t {:+.2f}), max single-call ratio {:.3g}\n",
+          name, rep.verdict.failed() ? "FAIL" : "ok  ", last.max_normalized, kDriftKappa, last.bias_signed,
+          last.z_signed, last.bias_shrink, last.z_shrink, last.max_single_ratio);
       if (rep.verdict.failed()) {
         ++failed;
         std::cout << "    " << rep.verdict.message << "\n";
