@@ -3,6 +3,8 @@
 #include <benchmark/benchmark.h>
 
 #include <exception>
+#include <memory>
+#include <string>
 #include <vector>
 
 #include "core/bf16.h"
@@ -10,6 +12,8 @@
 #include "core/profile.h"
 #include "core/rng.h"
 #include "oracles/exact_dot.h"
+#include "oracles/exact_dot_device.h"
+#include "oracles/gpu/gpu_exact_dots.h"
 #include "oracles/layer_ref.h"
 #include "oracles/multiprecision_layer.h"
 
@@ -103,7 +107,20 @@ LayerSetup layer_setup(Shape shape, RoutingMode mode) {
   return s;
 }
 
-void run_layer_bench(benchmark::State& state, Shape shape, RoutingMode mode) {
+// `gpu`: the GEMM stages' exact dots on the GPU (oracles/gpu/gpu_exact_dots.h), the rest on the CPU.
+void run_layer_bench(benchmark::State& state, Shape shape, RoutingMode mode, bool gpu = false) {
+  std::shared_ptr<ExactDotDevice> device;
+  if (gpu) {
+    std::string why;
+    if (!moefuzz::gpu::gpu_exact_dots_available(&why)) {
+      state.SkipWithError(("no CUDA GPU: " + why).c_str());
+      for (auto _ : state) {
+      }
+      return;
+    }
+    device = moefuzz::gpu::make_gpu_exact_dots();
+  }
+  const ScopedExactDotDevice on(device.get());
   LayerSetup s;
   try {
     s = layer_setup(shape, mode);
@@ -114,6 +131,8 @@ void run_layer_bench(benchmark::State& state, Shape shape, RoutingMode mode) {
     return;
   }
   const Profile& p = profile_by_name("flashinfer-cutlass");
+  if (gpu)  // CUDA context, module load and buffer growth stay out of the timed region
+    benchmark::DoNotOptimize(reference_layer(s.c, p, s.routing, nullptr, {.keep_intermediates = false}));
   for (auto _ : state)
     benchmark::DoNotOptimize(reference_layer(s.c, p, s.routing, nullptr, {.keep_intermediates = false}));
   state.counters["macs"] = static_cast<double>(shape.tokens * shape.top_k * 3 * shape.inter * shape.hidden);
@@ -125,6 +144,10 @@ void BM_OracleLayer_S(benchmark::State& st) {
 void BM_OracleLayer_M(benchmark::State& st) {
   run_layer_bench(st, {.tokens = 128, .hidden = 2048, .inter = 1024, .experts = 64, .top_k = 8},
                   RoutingMode::kSoftmax);
+}
+void BM_OracleLayer_M_Gpu(benchmark::State& st) {
+  run_layer_bench(st, {.tokens = 128, .hidden = 2048, .inter = 1024, .experts = 64, .top_k = 8},
+                  RoutingMode::kSoftmax, /*gpu=*/true);
 }
 // DSV3 would need 5.6 GB of expert weights; as BM_CpuLayer/DSV3 does, only 16 experts carry weights
 // (352 MB) and every token is routed among them (8 distinct experts per token), so the MAC count
@@ -150,6 +173,10 @@ void BM_OracleLayer_DSV3(benchmark::State& state) {
 }
 BENCHMARK(BM_OracleLayer_S)->Name("BM_OracleLayer/S")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_OracleLayer_M)->Name("BM_OracleLayer/M")->Unit(benchmark::kMillisecond)->Iterations(2);
+BENCHMARK(BM_OracleLayer_M_Gpu)
+    ->Name("BM_OracleLayer/M/gpu-dots")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
 BENCHMARK(BM_OracleLayer_DSV3)->Name("BM_OracleLayer/DSV3")->Unit(benchmark::kMillisecond)->Iterations(2);
 
 void BM_MultiprecisionLayer_S(benchmark::State& state) {

@@ -9,6 +9,7 @@
 #include <span>
 
 #include "core/bf16.h"
+#include "core/cuda_in_process.h"
 #include "core/errors.h"
 #include "core/profile.h"
 #include "kernels/canary.h"
@@ -249,7 +250,15 @@ class PluginStages : public ExternalStages {
 
 PluginKernel::PluginKernel(std::shared_ptr<const LoadedPlugin> plugin, PluginKernelOptions options)
     : plugin_(std::move(plugin)), options_(options) {
-  if (plugin_->wants_device) require_usable_device(*plugin_, options_.timeout);  // InputError
+  if (plugin_->wants_device) {
+    // Its calls run in forked children, which cannot use CUDA once this process has initialized it.
+    if (const std::string by = cuda_in_process(); !by.empty())
+      throw InputError(
+          "plugin '" + plugin_->path +
+          "': device-memory plugin (wants_device = 1) cannot run in a process that uses CUDA itself (" + by +
+          "); run it with --oracle-device cpu");
+    require_usable_device(*plugin_, options_.timeout);  // InputError
+  }
 }
 
 std::string PluginKernel::description() const {

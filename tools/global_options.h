@@ -5,6 +5,7 @@
 // Example (in a command's callback):
 //   const auto r = moefuzz::parse_recipe_file(path, moefuzz::cli::global_options().max_case_bytes);
 #include <cstdint>
+#include <string>
 
 #include "core/memory_budget.h"
 #include "core/recipe.h"
@@ -16,6 +17,9 @@ struct GlobalOptions {
   // rejected with exit 2 before anything is allocated. By default a quarter of the memory available
   // at start (core/memory_budget.h derives the fraction).
   int64_t max_case_bytes = default_max_case_bytes();
+  // Where the oracle's W4A4 GEMM dots run: "cpu" or "gpu" (oracles/gpu/gpu_exact_dots.h); empty:
+  // MOEFUZZ_ORACLE_DEVICE, else "cpu". Installed once the command line is parsed.
+  std::string oracle_device;
 };
 
 inline GlobalOptions& global_options() {

@@ -5,6 +5,7 @@
 
 #include "core/errors.h"
 #include "core/interrupt.h"
+#include "oracles/gpu/gpu_exact_dots.h"
 #include "tools/commands.h"
 #include "tools/global_options.h"
 #include "tools/misspelling.h"
@@ -33,6 +34,16 @@ int main(int argc, char** argv) {
           },
           "BYTES"))
       ->capture_default_str();
+  app.add_option(
+         "--oracle-device", moefuzz::cli::global_options().oracle_device,
+         "Where the oracle's exact GEMM dots run: cpu (default) or gpu (bit-identical; exit 2 when no "
+         "GPU is usable). Default: the environment variable MOEFUZZ_ORACLE_DEVICE, else cpu")
+      ->check(CLI::IsMember({"cpu", "gpu"}));
+  // Before any command's callback: a GPU asked for (flag or environment) and absent is exit 2 here.
+  app.parse_complete_callback([] {
+    moefuzz::gpu::use_oracle_device(
+        moefuzz::gpu::oracle_device_choice(moefuzz::cli::global_options().oracle_device));
+  });
   int exit_code = moefuzz::kExitOk;
   moefuzz::cli::add_list_command(app, exit_code);
   moefuzz::cli::add_show_command(app, exit_code);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "oracles/exact_dot_device.h"
 #include "oracles/stages/gemm_bounds.h"
 
 namespace moefuzz::stages {
@@ -54,6 +55,15 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
   std::vector<FlipTerms> fl(static_cast<size_t>(n));
   for (int64_t j = 0; j < n; ++j)
     fl[static_cast<size_t>(j)] = flip_terms(qa.flips[static_cast<size_t>(j)], H);
+  // On a dot device (oracles/exact_dot_device.h) all n x I gate and up dots come back at once,
+  // [gate rows][up rows], bit-identical to the exact_dot_rows calls below.
+  ExactDotDevice* const device = exact_dot_device();
+  std::vector<ExactDot> device_dots;
+  if (device != nullptr && n > 0) {
+    device_dots.resize(static_cast<size_t>(2 * n * I));
+    const Nvfp4Matrix* const weights[2] = {&W.gate, &W.up};
+    device->dots(qa.rows, n, weights, device_dots.data());
+  }
   // Tiles of 2 x kDotRows rows against every packed weight row: the tile's decoded rows stay in L1,
   // each weight row is read from memory once per tile and its groups are decoded once per
   // exact_dot_rows call.
@@ -63,10 +73,17 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
     double fg[2 * kDotRows], fu[2 * kDotRows];
     for (int64_t o = 0; o < I; ++o) {
       const PackedNvfp4Row pg = packed_row(W.gate, o), pu = packed_row(W.up, o);
-      for (int r0 = 0; r0 < na; r0 += static_cast<int>(kDotRows)) {
-        const int nr = std::min(static_cast<int>(kDotRows), na - r0);
-        exact_dot_rows(qa.rows, j0 + r0, nr, pg, dgs + r0);
-        exact_dot_rows(qa.rows, j0 + r0, nr, pu, dus + r0);
+      if (device != nullptr) {
+        for (int r = 0; r < na; ++r) {
+          dgs[r] = device_dots[static_cast<size_t>((j0 + r) * I + o)];
+          dus[r] = device_dots[static_cast<size_t>(n * I + (j0 + r) * I + o)];
+        }
+      } else {
+        for (int r0 = 0; r0 < na; r0 += static_cast<int>(kDotRows)) {
+          const int nr = std::min(static_cast<int>(kDotRows), na - r0);
+          exact_dot_rows(qa.rows, j0 + r0, nr, pg, dgs + r0);
+          exact_dot_rows(qa.rows, j0 + r0, nr, pu, dus + r0);
+        }
       }
       flip_sums(fl, j0, na, pg, fg);
       flip_sums(fl, j0, na, pu, fu);

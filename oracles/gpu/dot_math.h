@@ -1,0 +1,154 @@
+#pragma once
+// The integer arithmetic of one exact NVFP4 dot, written once for the host and the device: the GPU
+// exact-dot kernel (oracles/gpu/gpu_exact_dots.cu) calls it per (activation row, weight row), and the
+// CPU unit test (tests/oracles/gpu_dot_math_test.cpp) checks the same code against exact_dot_rows
+// where CI has no GPU. Compiled by nvcc for the device and by the host compiler everywhere.
+//
+// Operand layouts (all read as uploaded, no repacking):
+// - activation rows: DecodedNvfp4's tables (oracles/exact_dot.h). Row r's codes start at
+//   r * groups * 128 (int8, 2 x e2m1 value); block b's 8 even elements lie at (b/4)*64 + (b%4)*8 and
+//   its 8 odd elements 32 bytes further; its scale (int32, e4m3 value x 2^9, NaN bytes 0) at
+//   (b/8)*8 + kScalePosition[b%8] of the row's groups * 8 scales.
+// - weight rows: Nvfp4Matrix's stored form, cols/2 packed bytes (byte j: element 2j in the low
+//   nibble, 2j+1 in the high one) and cols/16 E4M3 bytes per row.
+// So block b's dot is sum_j a_even[j] * w(lo nibble of byte 8b+j) + a_odd[j] * w(hi nibble).
+//
+// Exactness: |2 e2m1| <= 12, so a block sum |S_b| <= 16 * 144 = 2304 and its magnitude sum M_b fit
+// int32; the scale product |n_a n_w| <= 229376^2 < 2^36, so one block term is below 2^48 and int64
+// lanes take 2^14 of them (kFlushBlocks) before they are added to the __int128 totals.
+//
+// Example (host or device):
+//   moefuzz::gpu::DotTotals t = moefuzz::gpu::exact_block_dots(a_codes, a_scales, w_packed, w_scales,
+//   blocks);
+//   // t.sum == exact_dot_rows(...).sum, t.abs_sum == ....abs_sum (NaN flags are set by the caller)
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define MOEFUZZ_HOST_DEVICE __host__ __device__ __forceinline__
+#else
+#define MOEFUZZ_HOST_DEVICE inline
+#endif
+
+namespace moefuzz::gpu {
+
+// Block-term int64 lanes are flushed to __int128 every kFlushBlocks blocks: 2^14 terms below 2^48.
+inline constexpr int64_t kFlushBlocks = int64_t{1} << 14;
+
+// 2 x e2m1 value of a 4-bit code: an integer in [-12, 12].
+MOEFUZZ_HOST_DEVICE int32_t twice_e2m1(uint32_t code) {
+  // magnitudes 0, 1, 2, 3, 4, 6, 8, 12 for codes 0..7, bits 3 = sign; packed 8 bits each in two words
+  const uint32_t lo = 0x03020100u, hi = 0x0C080604u;
+  const uint32_t m = code & 7u;
+  const int32_t mag = static_cast<int32_t>(((m < 4 ? lo : hi) >> (8 * (m & 3))) & 0xFFu);
+  return (code & 8u) != 0 ? -mag : mag;
+}
+
+// E4M3 byte -> value x 2^9 as an exact integer (e == 0: m; else (8 + m) << (e - 1); sign bit), and
+// whether the byte is NaN (0x7F / 0xFF: value 0, as DecodedNvfp4 stores it).
+MOEFUZZ_HOST_DEVICE int32_t e4m3_times_512(uint32_t byte, bool& nan) {
+  const uint32_t e = (byte >> 3) & 15u, m = byte & 7u;
+  nan = (byte & 0x7Fu) == 0x7Fu;
+  if (nan) return 0;
+  const int32_t mag = e == 0 ? static_cast<int32_t>(m) : static_cast<int32_t>((8u + m) << (e - 1));
+  return (byte & 0x80u) != 0 ? -mag : mag;
+}
+
+// Position of block b's scale inside its group of 8 in DecodedNvfp4's scale table (self-inverse
+// permutation of the AVX2 reduction order; exact_dot.cpp kPositionOfBlock).
+MOEFUZZ_HOST_DEVICE int64_t scale_position(int64_t b) {
+  const int p = static_cast<int>(b & 7);
+  const int perm = (p == 2 || p == 3) ? p + 2 : (p == 4 || p == 5) ? p - 2 : p;
+  return (b & ~int64_t{7}) + perm;
+}
+
+// Four signed int8 lanes packed little-endian from four values in [-128, 127].
+MOEFUZZ_HOST_DEVICE int32_t pack_int8x4(int32_t a, int32_t b, int32_t c, int32_t d) {
+  return static_cast<int32_t>((static_cast<uint32_t>(a) & 0xFFu) | ((static_cast<uint32_t>(b) & 0xFFu) << 8) |
+                              ((static_cast<uint32_t>(c) & 0xFFu) << 16) |
+                              ((static_cast<uint32_t>(d) & 0xFFu) << 24));
+}
+
+// sum_i int8 lanes of x * int8 lanes of y + acc: the device's dp4a, the same integer on the host.
+MOEFUZZ_HOST_DEVICE int32_t dot4(int32_t x, int32_t y, int32_t acc) {
+#if defined(__CUDA_ARCH__)
+  return __dp4a(x, y, acc);
+#else
+  for (int k = 0; k < 4; ++k)
+    acc += static_cast<int32_t>(static_cast<int8_t>(static_cast<uint32_t>(x) >> (8 * k))) *
+           static_cast<int32_t>(static_cast<int8_t>(static_cast<uint32_t>(y) >> (8 * k)));
+  return acc;
+#endif
+}
+
+// |x| per int8 lane (lanes are in [-12, 12]: no -128).
+MOEFUZZ_HOST_DEVICE int32_t abs_int8x4(int32_t x) {
+  int32_t out = 0;
+  for (int k = 0; k < 4; ++k) {
+    const int32_t v = static_cast<int8_t>(static_cast<uint32_t>(x) >> (8 * k));
+    out |= static_cast<int32_t>((static_cast<uint32_t>(v < 0 ? -v : v) & 0xFFu) << (8 * k));
+  }
+  return out;
+}
+
+// Little-endian 32-bit word of 4 bytes (alignment-free on both sides).
+MOEFUZZ_HOST_DEVICE uint32_t load_u32(const uint8_t* p) {
+  return static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
+         (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
+}
+
+struct BlockSums {
+  int32_t sum = 0;  // S_b = sum_i (2 a_i)(2 w_i)
+  int32_t abs = 0;  // M_b = sum_i |(2 a_i)(2 w_i)|
+};
+
+// One 16-element block: a_even/a_odd the activation's 8 even / 8 odd codes (int8), w the weight's 8
+// packed bytes.
+MOEFUZZ_HOST_DEVICE BlockSums block_sums(const int8_t* a_even, const int8_t* a_odd, const uint8_t* w) {
+  BlockSums s;
+  for (int h = 0; h < 2; ++h) {
+    const uint32_t bytes = load_u32(w + 4 * h);
+    const int32_t w_lo = pack_int8x4(twice_e2m1(bytes), twice_e2m1(bytes >> 8), twice_e2m1(bytes >> 16),
+                                     twice_e2m1(bytes >> 24));
+    const int32_t w_hi = pack_int8x4(twice_e2m1(bytes >> 4), twice_e2m1(bytes >> 12), twice_e2m1(bytes >> 20),
+                                     twice_e2m1(bytes >> 28));
+    const int32_t ae = static_cast<int32_t>(load_u32(reinterpret_cast<const uint8_t*>(a_even + 4 * h)));
+    const int32_t ao = static_cast<int32_t>(load_u32(reinterpret_cast<const uint8_t*>(a_odd + 4 * h)));
+    s.sum = dot4(ae, w_lo, dot4(ao, w_hi, s.sum));
+    s.abs = dot4(abs_int8x4(ae), abs_int8x4(w_lo), dot4(abs_int8x4(ao), abs_int8x4(w_hi), s.abs));
+  }
+  return s;
+}
+
+struct DotTotals {
+  __int128 sum = 0;      // sum_b S_b n_a n_w: the exact dot x 2^20
+  __int128 abs_sum = 0;  // sum_b M_b |n_a n_w|
+  bool weight_nan = false;
+};
+
+// The exact dot of one activation row (its code and scale rows in DecodedNvfp4's layout) with one
+// packed weight row over `blocks` 16-element blocks. NaN scale bytes count as 0 (as on the CPU) and
+// set weight_nan; the activation row's NaN flag is the caller's.
+MOEFUZZ_HOST_DEVICE DotTotals exact_block_dots(const int8_t* a_codes, const int32_t* a_scales,
+                                               const uint8_t* w_packed, const uint8_t* w_scales,
+                                               int64_t blocks) {
+  DotTotals t;
+  for (int64_t b0 = 0; b0 < blocks; b0 += kFlushBlocks) {
+    const int64_t b1 = b0 + kFlushBlocks < blocks ? b0 + kFlushBlocks : blocks;
+    int64_t lane = 0, lane_abs = 0;
+    for (int64_t b = b0; b < b1; ++b) {
+      const int8_t* chunk = a_codes + (b >> 2) * 64 + (b & 3) * 8;
+      const BlockSums s = block_sums(chunk, chunk + 32, w_packed + 8 * b);
+      bool nan = false;
+      const int64_t scale =
+          static_cast<int64_t>(a_scales[scale_position(b)]) * e4m3_times_512(w_scales[b], nan);
+      t.weight_nan = t.weight_nan || nan;
+      lane += scale * s.sum;
+      lane_abs += (scale < 0 ? -scale : scale) * s.abs;
+    }
+    t.sum += lane;
+    t.abs_sum += lane_abs;
+  }
+  return t;
+}
+
+}  // namespace moefuzz::gpu

@@ -1,0 +1,30 @@
+#include <cstdlib>
+#include <string>
+
+#include "core/errors.h"
+#include "oracles/gpu/gpu_exact_dots.h"
+
+namespace moefuzz::gpu {
+
+std::string oracle_device_choice(std::string_view flag) {
+  if (!flag.empty()) return std::string(flag);
+  if (const char* env = std::getenv("MOEFUZZ_ORACLE_DEVICE"); env != nullptr && *env != '\0') return env;
+  return "cpu";
+}
+
+void use_oracle_device(std::string_view choice) {
+  if (choice == "cpu") {
+    set_exact_dot_device(nullptr);
+    return;
+  }
+  if (choice != "gpu")
+    throw InputError("oracle device must be 'cpu' or 'gpu' (--oracle-device, MOEFUZZ_ORACLE_DEVICE), got '" +
+                     std::string(choice) + "'");
+  std::string why;
+  if (!gpu_exact_dots_available(&why))
+    throw InputError("oracle device 'gpu' requested (--oracle-device / MOEFUZZ_ORACLE_DEVICE) but " + why +
+                     "; use --oracle-device cpu");
+  set_exact_dot_device(make_gpu_exact_dots());
+}
+
+}  // namespace moefuzz::gpu

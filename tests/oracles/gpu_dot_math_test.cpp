@@ -1,0 +1,105 @@
+// The integer arithmetic of the GPU exact dots (oracles/gpu/dot_math.h), run on the host where CI
+// has no GPU: the same code the device kernel runs must equal exact_dot_rows bit for bit (sum,
+// abs_sum, NaN) on hostile operands, and its decoders must equal the project's.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "core/e2m1.h"
+#include "core/e4m3.h"
+#include "oracles/exact_dot.h"
+#include "oracles/gpu/dot_math.h"
+#include "support/hostile_nvfp4.h"
+
+namespace moefuzz {
+namespace {
+
+TEST(GpuDotMath, E4m3DecoderMatchesTheProjectsOnEveryByte) {
+  for (int b = 0; b < 256; ++b) {
+    bool nan = false;
+    const int32_t v = gpu::e4m3_times_512(static_cast<uint32_t>(b), nan);
+    const float ref = e4m3_to_float(static_cast<uint8_t>(b));
+    EXPECT_EQ(nan, std::isnan(ref)) << "byte " << b;
+    if (!std::isnan(ref)) {
+      EXPECT_EQ(static_cast<double>(v), static_cast<double>(ref) * 512.0) << "byte " << b;
+    } else {
+      EXPECT_EQ(v, 0) << "NaN bytes count as 0, as DecodedNvfp4 stores them";
+    }
+  }
+}
+
+TEST(GpuDotMath, E2m1DecoderMatchesTheProjectsOnEveryCode) {
+  for (uint32_t c = 0; c < 16; ++c)
+    EXPECT_EQ(static_cast<float>(gpu::twice_e2m1(c)), 2.0f * e2m1_to_float(static_cast<uint8_t>(c))) << c;
+}
+
+TEST(GpuDotMath, ScalePositionAddressesTheDecodedScaleOfEachBlock) {
+  const Nvfp4Matrix m = test::hostile_matrix(3, 16 * 40, 11);  // 40 blocks: five groups, the last partial
+  const DecodedNvfp4 d = DecodedNvfp4::from_matrix(m);
+  for (int64_t r = 0; r < m.rows; ++r)
+    for (int64_t b = 0; b < m.blocks_per_row(); ++b) {
+      bool nan = false;
+      EXPECT_EQ(d.scale_row(r)[gpu::scale_position(b)], gpu::e4m3_times_512(m.scale(r, b), nan))
+          << "row " << r << " block " << b;
+    }
+}
+
+// exact_block_dots over every (activation row, weight row) pair against exact_dot_rows and its
+// scalar reference; returns the pairs compared.
+int64_t expect_equal_to_exact_dot_rows(int64_t cols, uint64_t seed) {
+  const Nvfp4Matrix am = test::hostile_matrix(7, cols, seed), w = test::hostile_matrix(11, cols, seed + 1);
+  const DecodedNvfp4 a = DecodedNvfp4::from_matrix(am);
+  int64_t pairs = 0;
+  for (int64_t o = 0; o < w.rows; ++o)
+    for (int64_t r = 0; r < a.rows(); ++r) {
+      ExactDot ref, scalar;
+      exact_dot_rows(a, r, 1, packed_row(w, o), &ref);
+      exact_dot_rows_scalar(a, r, 1, packed_row(w, o), &scalar);
+      const gpu::DotTotals t = gpu::exact_block_dots(a.code_row(r), a.scale_row(r), packed_row(w, o).packed,
+                                                     packed_row(w, o).scales, cols / 16);
+      EXPECT_TRUE(t.sum == ref.sum && t.abs_sum == ref.abs_sum)
+          << "cols " << cols << " row " << r << " x " << o;
+      EXPECT_TRUE(ref.sum == scalar.sum && ref.abs_sum == scalar.abs_sum);
+      EXPECT_EQ(t.weight_nan || a.row_has_nan(r), ref.nan) << "cols " << cols << " row " << r << " x " << o;
+      ++pairs;
+    }
+  return pairs;
+}
+
+TEST(GpuDotMath, EqualsExactDotRowsOnHostileOperands) {
+  int64_t pairs = 0;
+  for (int64_t cols : {16, 48, 128, 144, 2048, 2064, 7168})
+    for (uint64_t seed : {1, 2, 3}) pairs += expect_equal_to_exact_dot_rows(cols, seed * 10 + cols);
+  EXPECT_EQ(pairs, 7 * 3 * 77);
+}
+
+TEST(GpuDotMath, LongRowsOfLargestTermsCrossTheFlushBoundary) {
+  // kFlushBlocks + 3 blocks, every term 2304 x 229376^2 (the largest): the int64 lanes are flushed to
+  // __int128 once, and the total (~2^61.6 per 2^14 blocks) only fits the wide sum.
+  const int64_t cols = (gpu::kFlushBlocks + 3) * 16;
+  Nvfp4Matrix am(1, cols), w(2, cols);
+  for (int64_t c = 0; c < cols; ++c) {
+    am.set_code(0, c, 0x7);
+    w.set_code(0, c, 0x7);
+    w.set_code(1, c, 0xF);
+  }
+  for (int64_t b = 0; b < cols / 16; ++b) {
+    am.scale(0, b) = 0x7E;
+    w.scale(0, b) = 0x7E;
+    w.scale(1, b) = 0x7E;
+  }
+  const DecodedNvfp4 a = DecodedNvfp4::from_matrix(am);
+  for (int64_t o = 0; o < 2; ++o) {
+    ExactDot ref;
+    exact_dot_rows_scalar(a, 0, 1, packed_row(w, o), &ref);
+    const gpu::DotTotals t = gpu::exact_block_dots(a.code_row(0), a.scale_row(0), packed_row(w, o).packed,
+                                                   packed_row(w, o).scales, cols / 16);
+    const __int128 term = static_cast<__int128>(2304) * 229376 * 229376;
+    EXPECT_TRUE(t.sum == ref.sum && t.abs_sum == ref.abs_sum) << "weight row " << o;
+    EXPECT_TRUE(t.sum == (o == 0 ? term : -term) * (cols / 16)) << "the exact total";
+  }
+}
+
+}  // namespace
+}  // namespace moefuzz
