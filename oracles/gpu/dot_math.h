@@ -126,28 +126,32 @@ struct DotTotals {
 };
 
 // The exact dot of one activation row (its code and scale rows in DecodedNvfp4's layout) with one
-// packed weight row over `blocks` 16-element blocks. NaN scale bytes count as 0 (as on the CPU) and
-// set weight_nan; the activation row's NaN flag is the caller's.
+// packed weight row over the blocks first, first + stride, ... below `blocks` (first = 0, stride = 1:
+// the whole dot; the device splits a dot over the 32 lanes of a warp and adds the lanes' totals,
+// which is exact in any order). NaN scale bytes count as 0 (as on the CPU) and set weight_nan; the
+// activation row's NaN flag is the caller's.
 MOEFUZZ_HOST_DEVICE DotTotals exact_block_dots(const int8_t* a_codes, const int32_t* a_scales,
                                                const uint8_t* w_packed, const uint8_t* w_scales,
-                                               int64_t blocks) {
+                                               int64_t blocks, int64_t first = 0, int64_t stride = 1) {
   DotTotals t;
-  for (int64_t b0 = 0; b0 < blocks; b0 += kFlushBlocks) {
-    const int64_t b1 = b0 + kFlushBlocks < blocks ? b0 + kFlushBlocks : blocks;
-    int64_t lane = 0, lane_abs = 0;
-    for (int64_t b = b0; b < b1; ++b) {
-      const int8_t* chunk = a_codes + (b >> 2) * 64 + (b & 3) * 8;
-      const BlockSums s = block_sums(chunk, chunk + 32, w_packed + 8 * b);
-      bool nan = false;
-      const int64_t scale =
-          static_cast<int64_t>(a_scales[scale_position(b)]) * e4m3_times_512(w_scales[b], nan);
-      t.weight_nan = t.weight_nan || nan;
-      lane += scale * s.sum;
-      lane_abs += (scale < 0 ? -scale : scale) * s.abs;
+  int64_t lane = 0, lane_abs = 0, terms = 0;
+  for (int64_t b = first; b < blocks; b += stride) {
+    const int8_t* chunk = a_codes + (b >> 2) * 64 + (b & 3) * 8;
+    const BlockSums s = block_sums(chunk, chunk + 32, w_packed + 8 * b);
+    bool nan = false;
+    const int64_t scale =
+        static_cast<int64_t>(a_scales[scale_position(b)]) * e4m3_times_512(w_scales[b], nan);
+    t.weight_nan = t.weight_nan || nan;
+    lane += scale * s.sum;
+    lane_abs += (scale < 0 ? -scale : scale) * s.abs;
+    if (++terms == kFlushBlocks) {
+      t.sum += lane;
+      t.abs_sum += lane_abs;
+      lane = lane_abs = terms = 0;
     }
-    t.sum += lane;
-    t.abs_sum += lane_abs;
   }
+  t.sum += lane;
+  t.abs_sum += lane_abs;
   return t;
 }
 

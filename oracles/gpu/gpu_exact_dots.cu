@@ -1,6 +1,6 @@
-// The GPU exact-dot device (oracles/gpu/gpu_exact_dots.h). One thread per (weight row, activation
-// row) pair, activation rows fastest: the threads of a warp share a few weight rows (broadcast loads)
-// and read distinct activation rows. The arithmetic is oracles/gpu/dot_math.h, the code the CPU unit
+// The GPU exact-dot device (oracles/gpu/gpu_exact_dots.h). One warp per (weight row, activation row)
+// pair, activation rows fastest (neighbouring warps share a weight row through the caches), the
+// blocks of the dot spread over the lanes. The arithmetic is oracles/gpu/dot_math.h, the code the CPU unit
 // test runs against exact_dot_rows.
 #include <cuda_runtime.h>
 
@@ -69,20 +69,39 @@ ThreadState& thread_state() {
   return *s;
 }
 
+// The exact int128 sum of one value per lane of a warp (two 64-bit shuffles per step).
+__device__ __forceinline__ __int128 warp_sum(__int128 x) {
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const unsigned long long lo = __shfl_down_sync(0xFFFFFFFFu, static_cast<unsigned long long>(x), offset);
+    const long long hi = __shfl_down_sync(0xFFFFFFFFu, static_cast<long long>(x >> 64), offset);
+    x += static_cast<__int128>((static_cast<unsigned __int128>(static_cast<unsigned long long>(hi)) << 64) |
+                               lo);
+  }
+  return x;
+}
+
+// One warp per (weight row, activation row) pair, activation rows fastest; lane l takes blocks l,
+// l + 32, ... and lane 0 writes the warp's exact totals.
 __global__ void exact_dots_kernel(const int8_t* __restrict__ a_codes, const int32_t* __restrict__ a_scales,
                                   const uint8_t* __restrict__ a_nan, int64_t rows, int64_t code_stride,
                                   int64_t scale_stride, const uint8_t* __restrict__ w_packed,
                                   const uint8_t* __restrict__ w_scales, int64_t weight_rows, int64_t cols,
                                   __int128* __restrict__ sum, __int128* __restrict__ abs_sum,
                                   uint8_t* __restrict__ nan) {
-  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (t >= rows * weight_rows) return;
+  const int64_t t = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  if (t >= rows * weight_rows) return;  // whole warps leave together (blockDim is a multiple of 32)
   const int64_t o = t / rows, r = t % rows;
-  const DotTotals d = exact_block_dots(a_codes + r * code_stride, a_scales + r * scale_stride,
-                                       w_packed + o * (cols / 2), w_scales + o * (cols / 16), cols / 16);
-  sum[t] = d.sum;
-  abs_sum[t] = d.abs_sum;
-  nan[t] = static_cast<uint8_t>(d.weight_nan || a_nan[r] != 0);
+  const DotTotals d =
+      exact_block_dots(a_codes + r * code_stride, a_scales + r * scale_stride, w_packed + o * (cols / 2),
+                       w_scales + o * (cols / 16), cols / 16, lane, 32);
+  const __int128 s = warp_sum(d.sum), m = warp_sum(d.abs_sum);
+  const bool any_nan = __any_sync(0xFFFFFFFFu, d.weight_nan);
+  if (lane == 0) {
+    sum[t] = s;
+    abs_sum[t] = m;
+    nan[t] = static_cast<uint8_t>(any_nan || a_nan[r] != 0);
+  }
 }
 
 class GpuExactDots final : public ExactDotDevice {
@@ -135,8 +154,8 @@ class GpuExactDots final : public ExactDotDevice {
     auto* d_sum = static_cast<__int128*>(s.sum.reserve(pairs * sizeof(__int128)));
     auto* d_abs = static_cast<__int128*>(s.abs_sum.reserve(pairs * sizeof(__int128)));
     auto* d_nan = static_cast<uint8_t*>(s.nan.reserve(pairs));
-    constexpr int kThreads = 256;
-    const int64_t blocks = (static_cast<int64_t>(pairs) + kThreads - 1) / kThreads;
+    constexpr int kThreads = 256;  // 8 warps, one dot each
+    const int64_t blocks = (static_cast<int64_t>(pairs) * 32 + kThreads - 1) / kThreads;
     exact_dots_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, s.stream>>>(
         d_codes, d_scales, d_anan, rows, code_stride, scale_stride, d_packed, d_wscales, weight_rows, cols,
         d_sum, d_abs, d_nan);

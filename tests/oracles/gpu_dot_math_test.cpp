@@ -62,6 +62,17 @@ int64_t expect_equal_to_exact_dot_rows(int64_t cols, uint64_t seed) {
           << "cols " << cols << " row " << r << " x " << o;
       EXPECT_TRUE(ref.sum == scalar.sum && ref.abs_sum == scalar.abs_sum);
       EXPECT_EQ(t.weight_nan || a.row_has_nan(r), ref.nan) << "cols " << cols << " row " << r << " x " << o;
+      // The device's split: lanes 0..31 take every 32nd block; their totals add up to the same integers.
+      gpu::DotTotals lanes;
+      for (int64_t l = 0; l < 32; ++l) {
+        const gpu::DotTotals p = gpu::exact_block_dots(a.code_row(r), a.scale_row(r), packed_row(w, o).packed,
+                                                       packed_row(w, o).scales, cols / 16, l, 32);
+        lanes.sum += p.sum;
+        lanes.abs_sum += p.abs_sum;
+        lanes.weight_nan = lanes.weight_nan || p.weight_nan;
+      }
+      EXPECT_TRUE(lanes.sum == ref.sum && lanes.abs_sum == ref.abs_sum && lanes.weight_nan == t.weight_nan)
+          << "32-lane split, cols " << cols << " row " << r << " x " << o;
       ++pairs;
     }
   return pairs;
