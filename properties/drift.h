@@ -24,7 +24,10 @@
 // over layers, so enough layers make that significant). A bias fails only when it is also large:
 // its pooled mean exceeds kDriftMinBias of the bound, the bias that alone outgrows the random-walk
 // limit kappa within 2^16 layers (kappa / sqrt(2^16)). Elements the kernel flushed to zero where
-// the bound admits zero are not samples (an admitted underflow, not a rounding direction).
+// the bound admits zero are not samples (an admitted underflow, not a rounding direction). At an
+// exact bf16 tie (the oracle admits both neighbours) the bias is measured from the even neighbour,
+// what round-to-nearest-even gives: structured values can place most even neighbours toward zero,
+// and a correct kernel is no more biased than correct rounding (drift.cpp, bias_reference).
 // With fewer than 2 layers, or no spread between layers beyond the rounding of the normalization
 // itself, no bias is claimed.
 // The excursion test cannot fire before kappa^2 = 64 layers when every single call passes (|D| <=
