@@ -15,8 +15,8 @@
 // that layer's weights, per-expert scales and routing-weight roundings, so a correct kernel's errors
 // are correlated across tokens (a token-level t statistic failed correct kernels on 5 of 7,155
 // large-tier cases, t = -8.4 against a limit of 8.1 and t = -1.1e7 with almost no spread; they are
-// regression cases in tests/properties/drift_degenerate_test.cpp); each layer draws fresh weights, so layers are
-// independent draws of every such source. The test is a cluster-robust t statistic with layers as
+// regression cases in tests/properties/false_positives_test.cpp); each layer draws fresh weights, so layers
+// are independent draws of every such source. The test is a cluster-robust t statistic with layers as
 // clusters (each layer's summed deviation, small-sample factor g/(g-1)), g - 1 degrees of freedom,
 // compared with the Student-t quantile of the same tail probability as kDriftZ Gaussian sigmas.
 // Significance alone is not a bug: a correct kernel's roundings need not be unbiased to the last
