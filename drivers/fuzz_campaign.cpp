@@ -28,6 +28,7 @@
 #include "core/recipe_text.h"
 #include "core/repro_command.h"
 #include "drivers/campaign.h"
+#include "drivers/campaign_janitor.h"
 #include "drivers/shrinker.h"
 #include "kernels/registry.h"
 
@@ -280,10 +281,15 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
   if (o.out_dir.empty()) throw InputError("campaign: --out DIR is required");
   if (!(o.seconds > 0)) throw InputError("campaign: --time must be > 0");
   if (o.workers < 1) throw InputError("campaign: --workers must be >= 1");
-  (void)make_kernel(o.kernel);  // an unknown kernel is exit 2 here, not in every child
   const std::string dir = o.out_dir, corpus = dir + "/corpus", crashes = dir + "/crashes", raw = dir + "/raw",
                     findings = dir + "/findings", logs = dir + "/logs", converted_dir = dir + "/converted";
-  // A merge interrupted by SIGKILL left the previous corpus under corpus.old: resume from it.
+  make_directories(dir);
+  // First, while this process has one thread (a CUDA kernel's make_kernel may start more): cleans up
+  // if a SIGKILL ends the campaign, which can clean nothing itself.
+  CampaignJanitor janitor(dir);
+  (void)make_kernel(o.kernel);  // an unknown kernel is exit 2 here, not in every child
+  // A merge interrupted by SIGKILL left the previous corpus under corpus.old: resume from it (the
+  // janitor does the same when it outlives the campaign).
   if (!fs::exists(corpus) && fs::exists(dir + "/corpus.old")) fs::rename(dir + "/corpus.old", corpus);
   for (const auto& d : {corpus, crashes, raw, findings, logs, converted_dir}) make_directories(d);
 
@@ -322,6 +328,7 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
         {"MOEFUZZ_KERNEL", o.kernel}, {"MOEFUZZ_FINDINGS_DIR", raw}, {"TMPDIR", temp.path}};
     if (gpus > 0) env.emplace_back("CUDA_VISIBLE_DEVICES", std::to_string(p));
     pids.push_back(spawn(argv, env, fmt::format("{}/fuzzer-{}.log", logs, p)));
+    janitor.watch_group(pids.back());
   }
   s.processes = procs;
   log << fmt::format("campaign: {} process(es) of {} (-fork={} in all, {}s), kernel {}, corpus {}{}\n", procs,
@@ -338,8 +345,10 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
       converted.insert(c.string());
       // The target decodes the input exactly as it did when fuzzing and saves the recipe into raw/.
       const std::string clog = logs + "/convert-" + c.filename().string() + ".log";
-      wait_bounded(
-          spawn({bin, c.string()}, {{"MOEFUZZ_KERNEL", o.kernel}, {"MOEFUZZ_FINDINGS_DIR", raw}}, clog), 60);
+      const pid_t converter =
+          spawn({bin, c.string()}, {{"MOEFUZZ_KERNEL", o.kernel}, {"MOEFUZZ_FINDINGS_DIR", raw}}, clog);
+      janitor.watch_group(converter);
+      wait_bounded(converter, 60);
       if (read_text(clog).find("moefuzz-fuzz: finding saved to") == std::string::npos)
         s.unconverted.push_back(c.string());
       write_file_atomically(marker, "");
@@ -396,9 +405,10 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
     return s;
   }
   make_directories(merged);
-  const int st = wait_bounded(
-      spawn({bin, "-merge=1", merged, corpus}, {{"MOEFUZZ_KERNEL", o.kernel}}, logs + "/merge.log"),
-      std::max(60.0, o.seconds));
+  const pid_t merger =
+      spawn({bin, "-merge=1", merged, corpus}, {{"MOEFUZZ_KERNEL", o.kernel}}, logs + "/merge.log");
+  janitor.watch_group(merger);
+  const int st = wait_bounded(merger, std::max(60.0, o.seconds));
   if (st == 0 && !files_in(merged).empty()) {
     fs::remove_all(dir + "/corpus.old");
     fs::rename(corpus, dir + "/corpus.old");

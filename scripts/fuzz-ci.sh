@@ -2,8 +2,10 @@
 # Fuzzing CI gate (docs/fuzzing.md), run by scripts/test.sh after ctest: build the four libFuzzer
 # targets of the fuzz preset (clang, libFuzzer, ASan + UBSan), replay every corpus through them, fuzz
 # each target briefly on the correct `cpu` kernel (zero findings allowed), and require
-# moe_layer_fuzzer to find the BUGZOO Z1 mutant (routed scale applied twice) within a time limit.
-# Exit 0 on success, 1 on any failure. Cold on 2 cores: ~4 min build + ~1 min run (docs/fuzzing.md).
+# moe_layer_fuzzer to find the BUGZOO Z1 mutant (routed scale applied twice) within a time limit, and
+# run `moefuzz campaign`'s 20 random-time SIGKILL trials (tests/reliability/signals_test.cpp; they need
+# these libFuzzer targets and the release build's moefuzz, built here if missing).
+# Exit 0 on success, 1 on any failure. Cold on 2 cores: ~4 min build + ~2 min run (docs/fuzzing.md).
 #   MOEFUZZ_FUZZ_CI_SECONDS       seconds per target on `cpu` (default 20)
 #   MOEFUZZ_FUZZ_CI_KILL_SECONDS  time limit to find mutant/z1-rsf-twice (default 60)
 #   MOEFUZZ_FUZZ_CI_JOBS          build jobs and concurrent fuzz runs (default $MOEFUZZ_JOBS or nproc)
@@ -88,4 +90,12 @@ if fuzz moe_layer_fuzzer mutant/z1-rsf-twice "$kill_secs" "$work/z1.log" ""; the
 fi
 grep -q 'CHECK FAILED' "$work/z1.log" || { tail -n 40 "$work/z1.log"; stamp "FAIL: the z1 run crashed without a finding"; exit 1; }
 stamp "z1 found after $((SECONDS - t0))s: $(grep -m1 -o 'check: .*' "$work/z1.log")"
+# The release build's CLI runs the campaigns; the test binary kills them at random times.
+trials="$root/build/release/bin/reliability_signals_test"
+[ -x "$trials" ] && [ -x "$root/build/release/bin/moefuzz" ] || scripts/build.sh release >/dev/null
+filter='ReliabilityTest.CampaignSigkill*'
+stamp "campaign SIGKILL trials ($filter)"
+MOEFUZZ_FUZZ_BIN_DIR="$bin" "$trials" --gtest_filter="$filter" > "$work/campaign-sigkill.log" 2>&1 &&
+  grep -q '^\[  PASSED  \] 1 test' "$work/campaign-sigkill.log" && ! grep -q 'SKIPPED' "$work/campaign-sigkill.log" ||
+  { tail -n 60 "$work/campaign-sigkill.log"; stamp "FAIL: campaign SIGKILL trials"; exit 1; }
 stamp "PASS"

@@ -199,7 +199,8 @@ void add_replay_command(CLI::App& app, int& exit_code) {
                                : check_case(*kernel, materialize(r, global_options().max_case_bytes), o);
         d.rep.baseline.reset();
         d.repro = repro_replay_command(path, stored_kernel_name(kernel_name)) +
-                  (profile_arg.empty() ? "" : " --profile " + profile_arg);
+                  (profile_arg.empty() ? "" : " --profile " + profile_arg) +
+                  tensor_file_repro_args(tensor_files);
         d.recipe = std::move(r);
         d.kernel_name = kernel_name;
       } catch (const InputError& e) {

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "core/errors.h"
 #include "core/pinned_files.h"
 #include "core/recipe_text.h"
+#include "core/repro_command.h"
 #include "core/safetensors.h"
 
 namespace moefuzz::cli {
@@ -48,6 +51,20 @@ TensorFiles resolve_tensor_files(const TensorFileArgs& a) {
   }
   pin_files(files);
   return describe_tensor_files(files);
+}
+
+std::string tensor_file_repro_args(const TensorFileArgs& a) {
+  std::string out;
+  auto path_arg = [&](const char* flag, const std::string& p) {
+    if (!p.empty()) out += fmt::format(" {} {}", flag, shell_quote(std::filesystem::absolute(p).string()));
+  };
+  path_arg("--weights", a.weights);
+  if (!a.weights.empty()) {
+    if (a.layer >= 0) out += fmt::format(" --layer {}", a.layer);
+    out += " --w13-order " + shell_quote(a.w13_order);
+  }
+  path_arg("--inputs", a.inputs);
+  return out;
 }
 
 CaseRecipe load_recipe(const std::string& path, const TensorFileArgs& a, int64_t max_case_bytes) {

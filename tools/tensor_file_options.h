@@ -31,6 +31,10 @@ void add_tensor_file_options(CLI::App* cmd, TensorFileArgs& a);
 // bad file, an ambiguous or missing layer, or --layer without --weights.
 TensorFiles resolve_tensor_files(const TensorFileArgs& a);
 
+// The options of `a` as REPRO words (absolute, shell-quoted paths; "" when none is given), so that a
+// replay given --weights/--inputs prints a REPRO that replaces the same files.
+std::string tensor_file_repro_args(const TensorFileArgs& a);
+
 // A recipe file with the files of `a` in place of its own (when given; its pins are then not
 // checked), else as parse_recipe_file reads it (pins checked).
 CaseRecipe load_recipe(const std::string& path, const TensorFileArgs& a, int64_t max_case_bytes);

@@ -95,6 +95,54 @@ void expect_gone_soon(const std::vector<pid_t>& pids) {
   }
 }
 
+// Every file in `dir`: no temporary file, and every finding (*.moefuzz) complete and replaying to the
+// signature its header names. Returns the number of findings checked.
+int expect_complete_replayable_findings(const fs::path& dir) {
+  int findings = 0;
+  for (const auto& f : files_in(dir)) {
+    const std::string name = f.filename().string();
+    EXPECT_EQ(name.find(".tmp"), std::string::npos) << "temporary file left: " << f;
+    if (name.size() < 8 || name.compare(name.size() - 8, 8, ".moefuzz") != 0) continue;
+    ++findings;
+    const fs::path report = fs::path(f).replace_extension(".txt");
+    // The recipe is written first, then its report: a kill between leaves a recipe alone, still
+    // complete and replayable.
+    const RunResult r = run_moefuzz({"replay", f.string()});
+    EXPECT_EQ(r.exit_code, 1) << "finding " << f << " does not replay\n" << r.output;
+    // ... to the signature its header names (`# kills: INVARIANT/stage`, or CLASS/call for a fault).
+    const std::string text = read_text(f);
+    const size_t at = text.find("# kills: ");
+    EXPECT_NE(at, std::string::npos) << "finding without its signature: " << f;
+    if (at == std::string::npos) continue;
+    const std::string signature = text.substr(at + 9, text.find('\n', at) - at - 9);
+    const std::string code = signature.substr(0, signature.find('/'));
+    EXPECT_TRUE(r.output.find(signature) != std::string::npos ||
+                std::regex_search(r.output, std::regex("\\b" + code + "\\s+FAIL")))
+        << "finding " << f << " (" << signature << ") replays to another failure\n"
+        << r.output;
+    if (fs::exists(report)) {
+      EXPECT_NE(read_text(report).find("REPRO:"), std::string::npos) << report;
+    }
+  }
+  return findings;
+}
+
+// Processes still running (not zombies) whose command line mentions `needle` (a run's directory).
+std::vector<pid_t> live_processes_mentioning(const std::string& needle) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
+    const pid_t pid = static_cast<pid_t>(std::stol(name));
+    if (pid == ::getpid() || !alive(pid)) continue;
+    std::string cmdline = read_text(e.path() / "cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(needle) != std::string::npos) out.push_back(pid);
+  }
+  return out;
+}
+
 class Signals : public ReliabilityTest, public ::testing::WithParamInterface<int> {};
 
 TEST_P(Signals, PrintTheSummarySoFarWriteTheJsonAndEndTheKernel) {
@@ -150,30 +198,54 @@ TEST_F(ReliabilityTest, RandomTimeSigkillTrialsLeaveCompleteReplayableFindings) 
     ::kill(s.pid, SIGKILL);
     ::waitpid(s.pid, nullptr, 0);
     expect_gone_soon(kids);
-    for (const auto& f : files_in(dir)) {
-      const std::string name = f.filename().string();
-      EXPECT_EQ(name.find(".tmp"), std::string::npos) << "temporary file left: " << f;
-      if (name.size() < 8 || name.compare(name.size() - 8, 8, ".moefuzz") != 0) continue;
-      ++findings;
-      const fs::path report = fs::path(f).replace_extension(".txt");
-      // The recipe is written first, then its report: a kill between leaves a recipe alone, still
-      // complete and replayable.
-      const RunResult r = run_moefuzz({"replay", f.string()});
-      EXPECT_EQ(r.exit_code, 1) << "finding " << f << " does not replay\n" << r.output;
-      // ... to the signature its header names (`# kills: INVARIANT/stage`, or CLASS/call for a fault).
-      const std::string text = read_text(f);
-      const size_t at = text.find("# kills: ");
-      ASSERT_NE(at, std::string::npos) << "finding without its signature: " << f;
-      const std::string signature = text.substr(at + 9, text.find('\n', at) - at - 9);
-      const std::string code = signature.substr(0, signature.find('/'));
-      EXPECT_TRUE(r.output.find(signature) != std::string::npos ||
-                  std::regex_search(r.output, std::regex("\\b" + code + "\\s+FAIL")))
-          << "finding " << f << " (" << signature << ") replays to another failure\n"
-          << r.output;
-      if (fs::exists(report)) {
-        EXPECT_NE(read_text(report).find("REPRO:"), std::string::npos) << report;
-      }
+    findings += expect_complete_replayable_findings(dir);
+  }
+  EXPECT_GT(findings, 0) << "no trial wrote a finding: the kills were all too early to test anything";
+  RecordProperty("findings_checked", findings);
+}
+
+// `moefuzz campaign` killed at random times (libFuzzer fork jobs, crash conversion, harvest and
+// shrinking, the final merge): its janitor (drivers/campaign_janitor.h) ends every fuzzer and removes
+// libFuzzer's work directories and cut-short writes; the findings are complete and replayable.
+// The campaign needs the libFuzzer targets of the fuzz preset: scripts/fuzz-ci.sh builds them and runs
+// this test with MOEFUZZ_FUZZ_BIN_DIR set (there a missing target fails it); plain ctest skips it.
+TEST_F(ReliabilityTest, CampaignSigkillTrialsLeaveNoFuzzerNoTemporaryFileAndReplayableFindings) {
+  const char* bin_dir = std::getenv("MOEFUZZ_FUZZ_BIN_DIR");
+  if (bin_dir == nullptr)
+    GTEST_SKIP() << "needs the fuzz build: scripts/fuzz-ci.sh runs it with MOEFUZZ_FUZZ_BIN_DIR";
+  ASSERT_TRUE(fs::exists(fs::path(bin_dir) / "moe_layer_fuzzer")) << "no moe_layer_fuzzer in " << bin_dir;
+  std::mt19937 rng(20261202);  // fixed: a failure reproduces
+  std::uniform_int_distribution<int> delay_ms(300, 5000);
+  int findings = 0;
+  for (int trial = 0; trial < 20; ++trial) {
+    SCOPED_TRACE("trial " + std::to_string(trial));
+    const fs::path dir = dir_ / ("campaign" + std::to_string(trial));
+    // Seconds of fuzzing and of shrinking short enough that later kills land in the merge too.
+    const Started s =
+        start_moefuzz({"campaign", "--target", "moe_layer", "--kernel", "mutant/z1-rsf-twice", "--time", "3",
+                       "--shrink-time", "1", "--workers", "1", "--bin-dir", bin_dir, "--out", dir.string()},
+                      dir_ / ("campaign-log" + std::to_string(trial)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms(rng)));
+    ::kill(s.pid, SIGKILL);
+    ::waitpid(s.pid, nullptr, 0);
+    // The janitor's work takes a moment: wait (bounded) until nothing of the run is left running.
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    std::vector<pid_t> left = live_processes_mentioning(dir.string());
+    while (!left.empty() && std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      left = live_processes_mentioning(dir.string());
     }
+    EXPECT_TRUE(left.empty()) << left.size() << " process(es) of the killed campaign still running";
+    for (pid_t p : left) ::kill(p, SIGKILL);
+    EXPECT_FALSE(fs::exists(dir / "tmp")) << "libFuzzer's work directory left behind";
+    EXPECT_FALSE(fs::exists(dir / "corpus.new"));
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec))
+      EXPECT_EQ(it->path().filename().string().find(".tmp."), std::string::npos)
+          << "cut-short write left: " << it->path();
+    findings += expect_complete_replayable_findings(dir / "raw");
+    findings += expect_complete_replayable_findings(dir / "findings");
   }
   EXPECT_GT(findings, 0) << "no trial wrote a finding: the kills were all too early to test anything";
   RecordProperty("findings_checked", findings);
