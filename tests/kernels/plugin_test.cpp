@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "core/case.h"
+#include "core/cuda_in_process.h"
 #include "core/errors.h"
 #include "core/profile.h"
 #include "drivers/check_engine.h"
@@ -156,6 +157,22 @@ TEST(PluginLoader, DeviceBufferPluginWithoutGpuIsRefusedClearly) {
   const std::string e = input_error_of(faulty("device"));
   EXPECT_NE(e.find("wants_device = 1"), std::string::npos) << e;
   EXPECT_NE(e.find("no usable CUDA device"), std::string::npos) << e;
+}
+
+// A process that uses CUDA itself (the oracle's GPU dots mark it, core/cuda_in_process.h) cannot run a
+// device plugin's forked calls: refused at load with the reason, GPU or not. In a child process (a
+// death test), so the mark does not reach the other tests.
+TEST(PluginLoader, DeviceBufferPluginIsRefusedInAProcessThatUsesCuda) {
+  EXPECT_EXIT(
+      {
+        mark_cuda_in_process("the oracle's GPU exact dots, --oracle-device gpu");
+        const std::string e = input_error_of(faulty("device"));
+        std::_Exit(e.find("cannot run in a process that uses CUDA itself") != std::string::npos &&
+                           e.find("--oracle-device cpu") != std::string::npos
+                       ? 0
+                       : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 #endif
 
