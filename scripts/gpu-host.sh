@@ -33,7 +33,8 @@
 #   plugins [SECONDS]          the device-memory plugin examples: their GPU test, `moefuzz check` on
 #                              both example plugins and on `cuda` (default 25 s each), the faulty ones
 #   bench [FILTER]             moefuzz_cuda_bench, and the M-shape CPU kernel and oracle benchmarks of
-#                              moefuzz_bench (the cost split of a GPU check); FILTER: a --benchmark_filter
+#                              moefuzz_bench (the cost split of a GPU check; the oracle with its GEMM
+#                              dots on the CPU and on the GPU); FILTER: a --benchmark_filter
 #   soundness [CASES] [SHARDS] the oracle's bound-soundness sweep (CPU) sharded over processes
 #                              (default 100000 cases, nproc shards)
 #   python [SECONDS] [SEED]    scripts/gpu-python.sh: the torch/Triton examples and upstream kernels
@@ -200,7 +201,7 @@ cmd_bench() {
   "$bin/moefuzz_cuda_bench" ${filter:+--benchmark_filter="$filter"} --benchmark_out="$d/cuda_bench.json" \
     --benchmark_out_format=json | tee "$d/cuda_bench.txt" || rc=1
   if [[ -z $filter && -x $bin/moefuzz_bench ]]; then
-    "$bin/moefuzz_bench" --benchmark_filter='BM_CpuLayer/M|BM_OracleLayer/M' \
+    "$bin/moefuzz_bench" --benchmark_filter='BM_CpuLayer/M|BM_OracleLayer/M|BM_OracleDots/M' \
       --benchmark_out="$d/cpu_oracle_bench.json" --benchmark_out_format=json | tee "$d/cpu_oracle_bench.txt" || rc=1
   fi
   return $rc
