@@ -82,6 +82,8 @@ std::string supports_or_fault(const Kernel& kernel, const CaseRecipe& recipe, st
     throw;  // bad outside input (a plugin this build cannot run): exit 2
   } catch (const std::bad_alloc&) {
     throw;  // moefuzz's own allocation failed: a tool error, never the kernel's finding
+  } catch (const ToolError&) {
+    throw;  // moefuzz's own machinery failed (the oracle's GPU dots): never the kernel's finding
   } catch (const Interrupted&) {
     throw;
   } catch (const std::exception& e) {
@@ -118,6 +120,8 @@ CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& o
       throw;
     } catch (const std::bad_alloc&) {
       throw;  // moefuzz's own allocation (oracle, framework): a tool error, never the kernel's finding
+    } catch (const ToolError&) {
+      throw;  // moefuzz's own machinery (the oracle's GPU dots): never the kernel's finding
     } catch (const InputError& e) {
       // The kernel declared this recipe supported and then rejected it: a kernel defect, reported as
       // a finding rather than ending the campaign (bad outside input is caught before any run).

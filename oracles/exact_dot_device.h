@@ -27,7 +27,7 @@ class ExactDotDevice {
   // Rows [0, rows) of `a` against every row of each matrix of `weights` (each weights[m]->cols ==
   // a.cols()). `out` holds the results matrix after matrix, each block [rows][weights[m]->rows]
   // (sum_m rows * weights[m]->rows entries); every entry equals exact_dot_rows' bit for bit (sum,
-  // abs_sum, nan). Throws std::runtime_error on a device failure (moefuzz's own, never the kernel's).
+  // abs_sum, nan). Throws ToolError (core/errors.h) on a device failure: moefuzz's own, never the kernel's.
   virtual void dots(const DecodedNvfp4& a, int64_t rows, std::span<const Nvfp4Matrix* const> weights,
                     ExactDot* out) = 0;
 };

@@ -74,6 +74,10 @@ int main(int argc, char** argv) {
   } catch (const moefuzz::InputError& e) {
     std::cerr << "moefuzz: error: " << e.what() << "\n";
     return moefuzz::kExitUsage;
+  } catch (const moefuzz::ToolError& e) {
+    // moefuzz's own machinery failed (the oracle's GPU dots): not the kernel's finding.
+    std::cerr << "moefuzz: error: " << e.what() << " (moefuzz's own failure, not the kernel's)\n";
+    return moefuzz::kExitUsage;
   } catch (const moefuzz::Interrupted& e) {
     std::cerr << "moefuzz: " << e.what() << "\n";
     return 128 + e.signal_number();

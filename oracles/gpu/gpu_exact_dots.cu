@@ -5,7 +5,6 @@
 #include <cuda_runtime.h>
 
 #include <map>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -19,8 +18,8 @@ namespace {
 
 void check(cudaError_t e, const char* what) {
   if (e != cudaSuccess)
-    throw std::runtime_error(std::string("GPU exact dots: ") + what + " failed: " + cudaGetErrorName(e) +
-                             " (" + cudaGetErrorString(e) + ")");
+    throw ToolError(std::string("GPU exact dots: ") + what + " failed: " + cudaGetErrorName(e) + " (" +
+                    cudaGetErrorString(e) + ")");
 }
 
 // A device allocation that only grows (reused across calls of one thread).
@@ -111,11 +110,11 @@ class GpuExactDots final : public ExactDotDevice {
   void dots(const DecodedNvfp4& a, int64_t rows, std::span<const Nvfp4Matrix* const> weights,
             ExactDot* out) override {
     if (rows <= 0 || weights.empty()) return;
-    if (rows > a.rows()) throw std::logic_error("GPU exact dots: more rows than the activation table holds");
+    if (rows > a.rows()) throw ToolError("GPU exact dots: more rows than the activation table holds");
     const int64_t cols = a.cols();
     int64_t weight_rows = 0;
     for (const Nvfp4Matrix* w : weights) {
-      if (w->cols != cols) throw InputError("GPU exact dots: operand lengths differ");
+      if (w->cols != cols) throw ToolError("GPU exact dots: operand lengths differ");
       weight_rows += w->rows;
     }
     if (weight_rows == 0) return;
