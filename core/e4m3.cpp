@@ -43,7 +43,10 @@ uint8_t e4m3_from_float(float x) {
 }
 
 uint8_t e4m3_from_float_clamped(float x) {
-  return e4m3_from_float(std::fmin(std::fmax(x, -kE4m3Max), kE4m3Max));  // fmax/fmin drop a NaN operand
+  // The device's fmaxf (PTX max.f32) returns the other operand for ANY NaN, signaling ones included;
+  // glibc's fmax returns NaN for a signaling one, so the NaN case is spelled out.
+  if (std::isnan(x)) return 0x80 | kE4m3MaxCode;
+  return e4m3_from_float(std::fmin(std::fmax(x, -kE4m3Max), kE4m3Max));
 }
 
 uint8_t e4m3_from_float_nosat(float x) {

@@ -23,7 +23,8 @@ inline constexpr uint8_t kE4m3NaNCode = 0x7F;
 uint8_t e4m3_from_float(float x);
 // The element quantization of vLLM's CUDA per_token_group_quant (SPEC-formats.md §1.2, vLLM CUDA row):
 // e4m3(fminf(fmaxf(x, -448), 448)). Equal to e4m3_from_float for every non-NaN x (that one already
-// saturates); fmaxf drops the NaN, so any NaN becomes -448 (0xFE) instead of 0x7F.
+// saturates); the device's fmaxf (PTX max.f32) drops any NaN operand, signaling ones included, so
+// every NaN becomes -448 (0xFE) instead of 0x7F.
 uint8_t e4m3_from_float_clamped(float x);
 // __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E4M3): round to nearest even like e4m3_from_float, but
 // |x| > 464 (448 plus half an ulp) and +-Inf become NaN (sign | 0x7F); NaN becomes 0x7F. torch's
