@@ -5,8 +5,8 @@
 //
 // Quantization: two production rules for the block scale (SPEC-formats.md §3.2), selected by
 // Mxfp4ScaleRule:
-//   kTritonRoundUp (default): triton_kernels downcast_to_mxfp, DequantScaleRoundingMode.ROUND_UP, the
-//     quantizer vLLM and SGLang run for gpt-oss on Hopper: d = fl(amax / 6);
+//   kTritonRoundUp (default): triton_kernels downcast_to_mxfp, DequantScaleRoundingMode.ROUND_UP (the
+//     library whose matmul_ogs vLLM and SGLang run for gpt-oss on Hopper, §3.5): d = fl(amax / 6);
 //     scale = e8m0_ceil_by_carry(d) = 2^ceil(log2 d); multiplier m = 0 when the scale's fp32 is 0
 //     (d = 0, or a NaN amax), else fl(1 / 2^(scale-127)) (0 when the scale is 0xFF); codes =
 //     RN-even E2M1 of fl(x * m), saturating at 6 (e2m1_from_float). Never clips: |x| * m <= 6.
