@@ -5,7 +5,7 @@
 //
 // Example:
 //   const int64_t cap = default_max_case_bytes();  // 22 GiB available -> 5.5 GiB
-//   const std::string why = check_memory_refusal(recipe);   // "" or why checking it cannot fit
+//   const std::string why = check_memory_refusal(recipe, available_memory_bytes());  // "" or why not
 #include <cstdint>
 #include <string>
 
@@ -41,10 +41,6 @@ std::string check_memory_refusal(const CaseRecipe& r, int64_t available);
 // MemAvailable from /proc/meminfo in bytes (the kernel's estimate of what can be allocated without
 // swapping), or -1 when it cannot be read.
 int64_t available_memory_bytes();
-// check_memory_refusal against the memory available now (replay: one file at a time).
-inline std::string check_memory_refusal(const CaseRecipe& r) {
-  return check_memory_refusal(r, available_memory_bytes());
-}
 
 // available_memory_bytes() / kCheckPeakBytesPerCaseByte; kDefaultMaxCaseBytes (2 GiB) when the
 // available memory is unknown.

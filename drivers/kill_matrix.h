@@ -50,7 +50,6 @@ struct KillMatrixOptions {
   std::vector<std::string> mutants;  // empty = every mutant in the registry
   int64_t correct_cases = 60;        // false-positive sweep per correct built-in kernel
   bool baselines = false;            // also apply the upstream-style checkers
-  bool ovf_probe = true;             // OVF's 2^31 probe (~3.5 GB case, ~35 s) for mutants declaring OVF
   // Mutants (and correct kernels of the false-positive sweep) checked at once, one thread each; rows
   // come out in the same order. Case budgets give the same matrix for any jobs; a time budget
   // (seconds_per_mutant) is per mutant, on that mutant's thread.

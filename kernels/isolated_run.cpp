@@ -136,7 +136,9 @@ WaitEnd wait_with_timeout(pid_t pid, std::chrono::milliseconds timeout, int& wst
       const auto left =
           std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
       pollfd p{pidfd, POLLIN, 0};
-      const int r = poll(&p, 1, static_cast<int>(std::max<int64_t>(left.count(), 0)) + 1);
+      // In slices of at most 100 ms: under `-j N` a SIGINT/SIGTERM interrupts one thread's wait, not
+      // necessarily this one, so the request is polled rather than waited for as EINTR.
+      const int r = poll(&p, 1, static_cast<int>(std::clamp<int64_t>(left.count(), 0, 99)) + 1);
       if (r > 0) break;                    // exited
       if (r < 0 && errno != EINTR) break;  // fall through to the waitpid loop below
       if (interrupt_requested()) {

@@ -24,6 +24,7 @@
 #include "drivers/finding_file.h"
 #include "drivers/findings_ledger.h"
 #include "drivers/junit_results.h"
+#include "drivers/memory_gate.h"
 #include "drivers/ordered_parallel.h"
 #include "kernels/kernel_name.h"
 #include "kernels/registry.h"
@@ -164,6 +165,10 @@ void add_replay_command(CLI::App& app, int& exit_code) {
       CaseReport rep;
     };
     const auto& reg = kernel_registry();
+    // As `check -j`: memory measured once (which files are refused depends on the file alone), and
+    // the workers together never hold more than it (drivers/memory_gate.h).
+    const int64_t memory_at_start = available_memory_bytes();
+    MemoryGate memory(std::max<int64_t>(memory_at_start, 1));
     auto replay_one = [&](int worker, uint64_t i) {
       Replayed d;
       if (i >= files.size()) return d;
@@ -171,7 +176,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
       try {
         CaseRecipe r = load_recipe(path, tensor_files, global_options().max_case_bytes);
         // The whole check (oracle, transformed cases), not only the case, must fit: refused up front.
-        if (const std::string why = check_memory_refusal(r); !why.empty())
+        if (const std::string why = check_memory_refusal(r, memory_at_start); !why.empty())
           throw InputError(fmt::format("{}: {}", path, why));
         std::string kernel_name = kernel_arg;
         if (kernel_name.empty()) {
@@ -195,8 +200,12 @@ void add_replay_command(CLI::App& app, int& exit_code) {
         // The report states the contract in force (describe_recipe reads recipe.profile).
         r.profile = profile_arg.empty() ? kernel->profile() : profile_by_name(profile_arg).name;
         o.profile = profile_arg;
-        d.rep = supports_fault ? fault_report(*supports_fault, o)
-                               : check_case(*kernel, materialize(r, global_options().max_case_bytes), o);
+        if (supports_fault) {
+          d.rep = fault_report(*supports_fault, o);
+        } else {
+          const MemoryGate::Hold held(memory, estimate_check_bytes(r));
+          d.rep = check_case(*kernel, materialize(r, global_options().max_case_bytes), o);
+        }
         d.rep.baseline.reset();
         d.repro = repro_replay_command(path, stored_kernel_name(kernel_name)) +
                   (profile_arg.empty() ? "" : " --profile " + profile_arg) +
