@@ -11,8 +11,9 @@
 namespace moefuzz {
 namespace {
 
-// vLLM seeds its amax with 1e-10 (fmaxf), DeepGEMM's reference clamps at 1e-4 (SPEC-formats.md §1.2
-// table, "amax floor"): the constants of the cited code, not tolerances.
+// vLLM seeds its amax with 1e-10 (fmaxf) and floors its UE8M0 scale at 1e-10 too, DeepGEMM's
+// reference clamps the amax at 1e-4 (SPEC-formats.md §1.2 table): constants of the cited code, not
+// tolerances.
 constexpr float kVllmAmaxFloor = 1e-10f;
 constexpr float kDeepGemmAmaxFloor = 1e-4f;
 
@@ -26,8 +27,8 @@ void quantize_group_vllm(const float* x, int64_t n, bool ue8m0, uint8_t* codes, 
   for (int64_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(x[i]));
   float s = amax / kE4m3Max;
   if (ue8m0) {
-    s = ceil_pow2_by_carry(s);
-    const float inverse = 1.0f / s;  // exact: a power of two (0 when s = Inf)
+    s = ceil_pow2_by_carry(std::fmax(s, kVllmAmaxFloor));  // 2^ceil(log2(max(s, 1e-10)))
+    const float inverse = 1.0f / s;                        // exact: a power of two (0 when s = Inf)
     for (int64_t i = 0; i < n; ++i) codes[i] = e4m3_from_float_clamped(x[i] * inverse);
   } else {
     for (int64_t i = 0; i < n; ++i) codes[i] = e4m3_from_float_clamped(x[i] / s);

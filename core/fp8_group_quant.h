@@ -7,7 +7,8 @@
 // Two production variants, bit-exact with their cited formulas (IEEE fp32 arithmetic):
 //   kVllmCuda (default), vLLM csrc per_token_group_quant.cu:
 //     amax = fmaxf over |x| seeded 1e-10 (fmaxf drops NaN); s = fl(amax / 448);
-//     UE8M0: s = 2^ceil(log2 s) (exponent-bit test: e8m0_ceil_by_carry), q = e4m3(clamp(fl(x * (1/s))));
+//     UE8M0: s = 2^ceil(log2(max(s, 1e-10))) (exponent-bit test: e8m0_ceil_by_carry),
+//     q = e4m3(clamp(fl(x * (1/s))));
 //     otherwise q = e4m3(clamp(fl(x / s))), clamp = fminf(fmaxf(., -448), 448) (a NaN element -> -448).
 //   kDeepGemmReference, DeepGEMM deep_gemm/utils/math.py per_token_cast_to_fp8:
 //     amax = max |x| (NaN propagates), clamped below at 1e-4; s = fl(amax / 448);
