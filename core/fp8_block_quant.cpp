@@ -11,6 +11,14 @@
 namespace moefuzz {
 namespace {
 
+// rows * cols == size, computed without overflowing; false for negative extents.
+bool shape_matches(size_t size, int64_t rows, int64_t cols) {
+  if (rows < 0 || cols < 0) return false;
+  if (cols == 0) return size == 0;
+  return static_cast<uint64_t>(rows) <= size / static_cast<uint64_t>(cols) &&
+         static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) == size;
+}
+
 // DeepGEMM's clamp(1e-4) of the block amax (SPEC-formats.md §1.2, DeepGEMM reference row): the
 // constant of the cited code, not a tolerance.
 constexpr float kAmaxFloor = 1e-4f;
@@ -19,8 +27,7 @@ constexpr float kAmaxFloor = 1e-4f;
 
 Fp8BlockQuantized quantize_fp8_block_weight(std::span<const float> w, int64_t rows, int64_t cols,
                                             bool ue8m0) {
-  if (rows < 0 || cols < 0 ||
-      (cols > 0 && static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) != w.size())) {
+  if (rows < 0 || cols < 0 || !shape_matches(w.size(), rows, cols)) {
     throw InputError("128x128 block FP8 weight quantization: " + std::to_string(w.size()) +
                      " values for a [" + std::to_string(rows) + ", " + std::to_string(cols) +
                      "] weight (need rows, cols >= 0 and rows * cols values)");
@@ -32,6 +39,7 @@ Fp8BlockQuantized quantize_fp8_block_weight(std::span<const float> w, int64_t ro
   out.scale_cols = (cols + kFp8WeightBlock - 1) / kFp8WeightBlock;
   out.codes.assign(static_cast<size_t>(rows * cols), 0);
   out.scales.assign(static_cast<size_t>(out.scale_rows * out.scale_cols), 0.0f);
+  if (rows == 0 || cols == 0) return out;
   for (int64_t bn = 0; bn < out.scale_rows; ++bn) {
     const int64_t n0 = bn * kFp8WeightBlock, n1 = std::min(rows, n0 + kFp8WeightBlock);
     for (int64_t bk = 0; bk < out.scale_cols; ++bk) {

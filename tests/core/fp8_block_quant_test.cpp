@@ -77,6 +77,9 @@ TEST(Fp8BlockQuant, SizeChecks) {
   const std::vector<float> w(10, 1.0f);
   EXPECT_THROW(quantize_fp8_block_weight(w, 3, 4), InputError);
   EXPECT_THROW(quantize_fp8_block_weight(w, -1, 4), InputError);
+  EXPECT_THROW(quantize_fp8_block_weight({}, int64_t{1} << 40, int64_t{1} << 40), InputError);
+  EXPECT_THROW(quantize_fp8_block_weight(w, 5, 0), InputError);
+  EXPECT_TRUE(quantize_fp8_block_weight({}, int64_t{1} << 62, 0).codes.empty());
   const auto q = quantize_fp8_block_weight(w, 2, 5);
   EXPECT_EQ(q.scales.size(), 1u);
   EXPECT_EQ(q.scale(0, 0), 1.0f / 448.0f);

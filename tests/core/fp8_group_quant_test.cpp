@@ -167,6 +167,9 @@ TEST(Fp8GroupQuant, ShapeRules) {
   const auto q = quantize_fp8_per_token_group(x, 2, 130, o);
   EXPECT_EQ(q.scales.size(), 20u);
   EXPECT_TRUE(quantize_fp8_per_token_group({}, 0, 128).codes.empty());
+  EXPECT_THROW(quantize_fp8_per_token_group({}, int64_t{1} << 40, int64_t{1} << 40), InputError);
+  EXPECT_THROW(quantize_fp8_per_token_group(x, 2, 0), InputError);
+  EXPECT_TRUE(quantize_fp8_per_token_group({}, int64_t{1} << 62, 0).codes.empty());
 }
 
 // A row of `groups` groups of 128 bf16 values, each group with its own magnitude (2^-20 .. 2^20).

@@ -152,6 +152,9 @@ TEST(Mxfp4, SizeChecks) {
   EXPECT_THROW(quantize_mxfp4(std::vector<float>(10), 3, 4), InputError);
   EXPECT_THROW(quantize_mxfp4(std::vector<float>(10), 2, -5), InputError);
   EXPECT_TRUE(quantize_mxfp4({}, 0, 0).codes.empty());
+  EXPECT_THROW(quantize_mxfp4({}, int64_t{1} << 40, int64_t{1} << 40), InputError);  // no overflow
+  EXPECT_THROW(quantize_mxfp4(std::vector<float>(3), 5, 0), InputError);
+  EXPECT_TRUE(quantize_mxfp4({}, int64_t{1} << 62, 0).codes.empty());  // returns at once
 }
 
 std::vector<float> random_blocks(int64_t n) {
