@@ -20,6 +20,18 @@ float e8m0_to_float(uint8_t code) {
   return std::bit_cast<float>(code == 0 ? 0x00400000u : static_cast<uint32_t>(code) << 23);
 }
 
+float e8m0_decode(uint8_t code, E8m0Decode decode) {
+  switch (decode) {
+    case E8m0Decode::kExponentShift:
+      return std::bit_cast<float>(static_cast<uint32_t>(code) << 23);  // bf16 c << 7, widened exactly
+    case E8m0Decode::kLdexp:
+      return code == kE8m0NaNCode ? std::numeric_limits<float>::infinity() : e8m0_to_float(code);
+    case E8m0Decode::kOcp:
+      break;
+  }
+  return e8m0_to_float(code);
+}
+
 uint8_t e8m0_from_float(float x, E8m0Rounding rounding, E8m0Overflow overflow) {
   const uint32_t a = magnitude_bits(x);
   if (a > kExponentMask) return kE8m0NaNCode;  // NaN of either sign

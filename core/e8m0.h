@@ -19,6 +19,7 @@
 //   float s = moefuzz::e8m0_to_float(127);                               // 1.0f
 //   uint8_t c = moefuzz::e8m0_from_float(0.75f, moefuzz::E8m0Rounding::kUp);          // 127 (2^0)
 //   uint8_t d = moefuzz::e8m0_from_float(0.75f, moefuzz::E8m0Rounding::kTowardZero);  // 126 (2^-1)
+//   float z = moefuzz::e8m0_decode(0, moefuzz::E8m0Decode::kExponentShift);            // +0.0f
 #include <cstdint>
 
 namespace moefuzz {
@@ -36,6 +37,15 @@ enum class E8m0Rounding : uint8_t {
   kUp,          // ceil(log2 |x|): cudaRoundPosInf, cvt.rp. Keeps |x| / 2^e <= 1, so no element clips.
   kTowardZero,  // floor(log2 |x|), i.e. the fp32 exponent field: cudaRoundZero, cvt.rz.
 };
+// How a path turns a scale code into a number (SPEC-formats.md §3.3): they differ at codes 0 and 0xFF.
+enum class E8m0Decode : uint8_t {
+  kOcp,            // e8m0_to_float: 0 -> 2^-127, 0xFF -> NaN (OCP MX; triton_kernels upcast_from_mxfp)
+  kExponentShift,  // bf16 bits code << 7: 0 -> +0, 0xFF -> +Inf (Triton tl.dot_scaled on Hopper with
+                   // fast_math, hopper_value.py mxfp4_to_bf16_triton; [MEASURED] on the H200)
+  kLdexp,          // ldexp(1, code - 127) in fp32: 0 -> 2^-127, 0xFF -> +Inf (gpt-oss torch reference)
+};
+float e8m0_decode(uint8_t code, E8m0Decode decode);
+
 // What a result above 2^127 becomes.
 enum class E8m0Overflow : uint8_t {
   kSaturate,  // __NV_SATFINITE: 0xFE (2^127); Inf input too. NaN stays 0xFF.

@@ -60,8 +60,8 @@ void quantize_block_ocp(const float* x, int64_t n, uint8_t* codes, uint8_t* scal
 
 }  // namespace
 
-float Mxfp4Quantized::dequant(int64_t r, int64_t c) const {
-  return e2m1_to_float(code(r, c)) * e8m0_to_float(scale(r, c / kMxfp4BlockSize));
+float Mxfp4Quantized::dequant(int64_t r, int64_t c, E8m0Decode decode) const {
+  return e2m1_to_float(code(r, c)) * e8m0_decode(scale(r, c / kMxfp4BlockSize), decode);
 }
 
 Mxfp4Quantized quantize_mxfp4(std::span<const float> x, int64_t rows, int64_t cols, Mxfp4ScaleRule rule) {

@@ -54,8 +54,10 @@ struct Mxfp4Quantized {
   uint8_t scale(int64_t r, int64_t block) const {
     return scales[static_cast<size_t>(r * scale_cols + block)];
   }
-  // OCP decode: e2m1 * 2^(scale - 127), exact in fp32 (a NaN for scale 0xFF).
-  float dequant(int64_t r, int64_t c) const;
+  // e2m1 * decoded scale in fp32: exact unless it overflows (code 0xFE times 6 is +-Inf). The OCP decode
+  // by default (a NaN block for scale 0xFF); the other paths' decodes of codes 0 and 0xFF via `decode`
+  // (kExponentShift: code 0 gives +-0, 0xFF gives +-Inf, or NaN for a zero element).
+  float dequant(int64_t r, int64_t c, E8m0Decode decode = E8m0Decode::kOcp) const;
 };
 
 // Throws moefuzz::InputError unless rows, cols >= 0 and x.size() == rows * cols.

@@ -1,7 +1,8 @@
 // core/e8m0.h against the DEFINITION of E8M0 (OCP MX v1.0: 2^(c - 127), 0xFF = NaN; SPEC-formats.md
 // §3.1) and of each production encoder's formula, with no CUDA Toolkit involved
 // (tests/core/e8m0_cuda_reference_test.cpp compares against cuda_fp8.h):
-//   * all 256 codes decode to 2^(c - 127) (code 0 is the subnormal 2^-127), 0xFF to NaN;
+//   * all 256 codes decode to 2^(c - 127) (code 0 is the subnormal 2^-127), 0xFF to NaN; the
+//     exponent-shift and ldexp decodes of SPEC-formats.md §3.3 differ only at codes 0 and 0xFF;
 //   * every code round-trips through both roundings;
 //   * e8m0_from_float equals a log2-by-frexp reference (ceil / floor, clip to 2^-127, saturation) on
 //     every power of two +- 4 ulps, every subnormal boundary and a strided sweep of all fp32;
@@ -71,6 +72,23 @@ TEST(E8m0, EveryCodeDecodesToItsPowerOfTwo) {
   EXPECT_EQ(std::bit_cast<uint32_t>(e8m0_to_float(0)), 0x00400000u);  // SPEC-formats §3.1: subnormal
   EXPECT_EQ(e8m0_to_float(kE8m0OneCode), 1.0f);
   EXPECT_EQ(e8m0_to_float(kE8m0MaxCode), 0x1p127f);
+}
+
+TEST(E8m0, PathDecodesDifferOnlyAtCodesZeroAndFF) {
+  // SPEC-formats.md §3.3: the OCP decode, Triton's exponent shift on Hopper (code 0 -> +0, 0xFF -> +Inf,
+  // [MEASURED] on the H200) and gpt-oss's ldexp (0 -> 2^-127, 0xFF -> +Inf).
+  for (int c = 1; c < 255; ++c) {
+    const float ocp = e8m0_decode(static_cast<uint8_t>(c), E8m0Decode::kOcp);
+    EXPECT_EQ(ocp, e8m0_to_float(static_cast<uint8_t>(c)));
+    EXPECT_EQ(e8m0_decode(static_cast<uint8_t>(c), E8m0Decode::kExponentShift), ocp) << c;
+    EXPECT_EQ(e8m0_decode(static_cast<uint8_t>(c), E8m0Decode::kLdexp), ocp) << c;
+  }
+  EXPECT_EQ(std::bit_cast<uint32_t>(e8m0_decode(0, E8m0Decode::kExponentShift)), 0u);
+  EXPECT_EQ(e8m0_decode(0, E8m0Decode::kLdexp), 0x1p-127f);
+  EXPECT_EQ(e8m0_decode(0, E8m0Decode::kOcp), 0x1p-127f);
+  EXPECT_EQ(e8m0_decode(0xFF, E8m0Decode::kExponentShift), kInf);
+  EXPECT_EQ(e8m0_decode(0xFF, E8m0Decode::kLdexp), kInf);
+  EXPECT_TRUE(std::isnan(e8m0_decode(0xFF, E8m0Decode::kOcp)));
 }
 
 TEST(E8m0, EveryCodeRoundTripsThroughBothRoundings) {

@@ -148,6 +148,27 @@ TEST(Mxfp4, PartialLastBlockTakesItsScaleFromItsValidElements) {
   }
 }
 
+TEST(Mxfp4, DequantUnderEachPathsDecode) {
+  // SPEC-formats.md §3.3 [MEASURED] on the H200 (bf16 multiply by the shifted scale): scale code 0
+  // gives 0; 0xFE * 6 overflows to Inf; 0xFF gives Inf (0 * Inf = NaN for a zero element).
+  Mxfp4Quantized q;
+  q.rows = 1;
+  q.cols = 96;
+  q.scale_cols = 3;
+  q.codes.assign(96, 0x7);  // +6
+  q.codes[64] = 0x0;        // a zero element in the 0xFF block
+  q.scales = {0x00, 0xFE, 0xFF};
+  EXPECT_EQ(q.dequant(0, 0), 6.0f * 0x1p-127f);
+  EXPECT_EQ(q.dequant(0, 0, E8m0Decode::kExponentShift), 0.0f);
+  EXPECT_EQ(q.dequant(0, 0, E8m0Decode::kLdexp), 6.0f * 0x1p-127f);
+  for (auto d : {E8m0Decode::kOcp, E8m0Decode::kExponentShift, E8m0Decode::kLdexp})
+    EXPECT_EQ(q.dequant(0, 40, d), kInf);
+  EXPECT_TRUE(std::isnan(q.dequant(0, 70)));
+  EXPECT_EQ(q.dequant(0, 70, E8m0Decode::kExponentShift), kInf);
+  EXPECT_TRUE(std::isnan(q.dequant(0, 64, E8m0Decode::kExponentShift)));
+  EXPECT_TRUE(std::isnan(q.dequant(0, 64, E8m0Decode::kLdexp)));
+}
+
 TEST(Mxfp4, SizeChecks) {
   EXPECT_THROW(quantize_mxfp4(std::vector<float>(10), 3, 4), InputError);
   EXPECT_THROW(quantize_mxfp4(std::vector<float>(10), 2, -5), InputError);
