@@ -79,6 +79,35 @@ TEST(Fp8GroupQuant, AmaxThreeGroupByHand) {
   }
 }
 
+TEST(Fp8GroupQuant, VllmDividesWhereDeepGemmMultipliesByTheReciprocal) {
+  // The one place the two variants' formulas differ for ordinary inputs: vLLM rounds fl(x / s), DeepGEMM
+  // fl(x * fl(1 / s)) (SPEC-formats.md §1.2). Search the fp32 neighbourhoods of E4M3 midpoints (times
+  // s) for inputs where the two land on different codes; each variant must follow its own formula.
+  const float s = 3.0f / 448.0f;
+  const float reciprocal = 1.0f / s;
+  int found = 0;
+  for (int c = 0x30; c < 0x7D && found < 16; ++c) {
+    const float mid =
+        (e4m3_to_float(static_cast<uint8_t>(c)) + e4m3_to_float(static_cast<uint8_t>(c + 1))) / 2;
+    float x = mid * s;
+    for (int i = 0; i < 8; ++i) x = std::nextafter(x, 0.0f);
+    for (int step = 0; step < 16; ++step, x = std::nextafter(x, 3.0f)) {
+      const uint8_t by_division = e4m3_from_float_clamped(x / s);
+      const uint8_t by_reciprocal = e4m3_from_float_nosat(x * reciprocal);
+      if (by_division == by_reciprocal) continue;
+      ++found;
+      const std::vector<float> group = group_of({3.0f, x});
+      EXPECT_EQ(quantize_fp8_per_token_group(group, 1, 128).code(0, 1), by_division) << x;
+      EXPECT_EQ(quantize_fp8_per_token_group(group, 1, 128,
+                                             options(Fp8GroupQuantVariant::kDeepGemmReference, false))
+                    .code(0, 1),
+                by_reciprocal)
+          << x;
+    }
+  }
+  EXPECT_GT(found, 0) << "no input separates the two formulas: the test compared nothing";
+}
+
 TEST(Fp8GroupQuant, AllZeroAndTinyGroupsUseTheAmaxFloor) {
   const std::vector<float> zeros(128, 0.0f);
   // vLLM: amax seeded 1e-10 -> s = fl(1e-10 / 448); UE8M0 floors the scale at 1e-10 before the ceil:
