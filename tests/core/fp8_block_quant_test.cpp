@@ -73,6 +73,27 @@ TEST(Fp8BlockQuant, NanAndInfStayInTheirBlock) {
   EXPECT_EQ(q.code(1, 201), 0x00);
 }
 
+TEST(Fp8BlockQuant, CodesComeFromTheReciprocalNotTheQuotient) {
+  // per_block_cast_to_fp8 rounds fl(w * fl(1 / S)), not fl(w / S): search the neighbourhoods of E4M3
+  // midpoints (times S) for weights where the two give different codes.
+  const float s = 3.0f / 448.0f;
+  int found = 0;
+  for (int c = 0x30; c < 0x7D && found < 16; ++c) {
+    const float mid =
+        (e4m3_to_float(static_cast<uint8_t>(c)) + e4m3_to_float(static_cast<uint8_t>(c + 1))) / 2;
+    float x = mid * s;
+    for (int i = 0; i < 8; ++i) x = std::nextafter(x, 0.0f);
+    for (int step = 0; step < 16; ++step, x = std::nextafter(x, 3.0f)) {
+      const uint8_t by_reciprocal = e4m3_from_float_nosat(x * (1.0f / s));
+      if (by_reciprocal == e4m3_from_float_nosat(x / s)) continue;
+      ++found;
+      const auto q = quantize_fp8_block_weight(std::vector<float>{3.0f, x}, 1, 2);
+      EXPECT_EQ(q.code(0, 1), by_reciprocal) << x;
+    }
+  }
+  EXPECT_GT(found, 0) << "no weight separates the two formulas: the test compared nothing";
+}
+
 TEST(Fp8BlockQuant, SizeChecks) {
   const std::vector<float> w(10, 1.0f);
   EXPECT_THROW(quantize_fp8_block_weight(w, 3, 4), InputError);
