@@ -5,6 +5,7 @@
 // Example:
 //   uint8_t c = moefuzz::e2m1_from_float(2.5f);   // 0x4 (2.0: tie to even)
 //   float v = moefuzz::e2m1_to_float(0xF);        // -6.0f
+//   uint8_t a = moefuzz::e2m1_from_float_ties_away(2.5f);  // 0x5 (3.0: tie away from zero)
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -43,6 +44,18 @@ inline uint8_t e2m1_from_float(float x) {
     m = 6;
   else
     m = 7;
+  return sign | m;
+}
+// Round half AWAY from zero: microxcaling's default round="nearest" (mx/elemwise_ops.py
+// _round_mantissa, the MX authors' OCP reference; SPEC-formats.md §3.2). The thresholds are
+// kE2m1Thresholds; a value exactly on one goes to the larger magnitude (0.25 -> 0.5, 2.5 -> 3, 5 -> 6
+// where RN-even gives 0, 2, 4). Saturation, NaN and the sign of zero as e2m1_from_float.
+inline uint8_t e2m1_from_float_ties_away(float x) {
+  if (x != x) return 0x7;  // NaN
+  const uint8_t sign = std::signbit(x) ? 0x8 : 0x0;
+  const float a = std::fabs(x);
+  uint8_t m = 0;
+  while (m < 7 && a >= kE2m1Thresholds[m]) ++m;
   return sign | m;
 }
 // Exact decode of the low 4 bits of `code`.

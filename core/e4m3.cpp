@@ -42,6 +42,20 @@ uint8_t e4m3_from_float(float x) {
   return sign | static_cast<uint8_t>(code);
 }
 
+uint8_t e4m3_from_float_clamped(float x) {
+  // The device's fmaxf (PTX max.f32) returns the other operand for ANY NaN, signaling ones included;
+  // glibc's fmax returns NaN for a signaling one, so the NaN case is spelled out.
+  if (std::isnan(x)) return 0x80 | kE4m3MaxCode;
+  return e4m3_from_float(std::fmin(std::fmax(x, -kE4m3Max), kE4m3Max));
+}
+
+uint8_t e4m3_from_float_nosat(float x) {
+  if (std::isnan(x)) return kE4m3NaNCode;
+  // 464 itself ties to 448 (even mantissa); anything above rounds past the largest finite value.
+  if (std::fabs(x) > 464.0f) return static_cast<uint8_t>((std::signbit(x) ? 0x80 : 0x00) | kE4m3NaNCode);
+  return e4m3_from_float(x);
+}
+
 namespace {
 
 constexpr float power_of_two(int e) {  // exact for the exponents used here (-10 .. 8)

@@ -3,7 +3,8 @@
 //
 // What is compared (docs/formats.md):
 //   * decode of all 256 E4M3 and all 16 E2M1 codes (exhaustive, always);
-//   * fp32 -> E4M3 / E2M1 / bf16 on every rounding boundary +- a few ulps (always), on a strided
+//   * fp32 -> E4M3 (saturating, non-saturating __NV_NOSAT, and vLLM's fminf/fmaxf clamp before the
+//     saturating cvt) / E2M1 / bf16 on every rounding boundary +- a few ulps (always), on a strided
 //     sweep over all 2^32 fp32 bit patterns (always, a few seconds), and on all 2^32 patterns when
 //     MOEFUZZ_EXHAUSTIVE=1 (minutes; opt-in).
 // Documented differences, asserted to be exactly these and nothing else:
@@ -61,6 +62,17 @@ float cuda_half_raw_to_float(__half_raw h) { return __half2float(__half(h)); }
 uint8_t cuda_e4m3_from_float(float x) {
   return static_cast<uint8_t>(__nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3));
 }
+uint8_t cuda_e4m3_from_float_nosat(float x) {
+  return static_cast<uint8_t>(__nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E4M3));
+}
+// vLLM's element quantization (SPEC-formats.md §1.2): fminf/fmaxf clamp, then the saturating cvt. The
+// device's max.f32 / min.f32 return the non-NaN operand for every NaN (glibc's fmaxf returns NaN for
+// a signaling one), so they are modelled here.
+float device_fmaxf(float a, float b) { return std::isnan(a) ? b : std::isnan(b) ? a : std::fmax(a, b); }
+float device_fminf(float a, float b) { return std::isnan(a) ? b : std::isnan(b) ? a : std::fmin(a, b); }
+uint8_t cuda_e4m3_from_float_clamped(float x) {
+  return cuda_e4m3_from_float(device_fminf(device_fmaxf(x, -448.0f), 448.0f));
+}
 uint8_t cuda_e4m3_from_double(float x) {
   return static_cast<uint8_t>(__nv_cvt_double_to_fp8(static_cast<double>(x), __NV_SATFINITE, __NV_E4M3));
 }
@@ -79,7 +91,7 @@ bool is_negative_nan(float x) { return std::isnan(x) && std::signbit(x); }
 // One fp32 bit pattern through all three encoders; returns a description of each disagreement
 // that is not one of the documented differences.
 struct Disagreements {
-  uint64_t e4m3 = 0, e4m3_double_path = 0, e2m1 = 0, bf16 = 0;
+  uint64_t e4m3 = 0, e4m3_double_path = 0, e4m3_nosat = 0, e4m3_clamped = 0, e2m1 = 0, bf16 = 0;
   uint64_t documented_negative_nan_e4m3 = 0;  // double path 0xFF vs core 0x7F
   std::vector<std::string> examples;          // first few, with bits
 
@@ -97,6 +109,16 @@ struct Disagreements {
     if (ours8 != theirs8) {
       ++e4m3;
       note("e4m3", bits, ours8, theirs8);
+    }
+    const uint8_t ours_nosat = e4m3_from_float_nosat(x), theirs_nosat = cuda_e4m3_from_float_nosat(x);
+    if (ours_nosat != theirs_nosat) {
+      ++e4m3_nosat;
+      note("e4m3 nosat", bits, ours_nosat, theirs_nosat);
+    }
+    const uint8_t ours_clamped = e4m3_from_float_clamped(x), theirs_clamped = cuda_e4m3_from_float_clamped(x);
+    if (ours_clamped != theirs_clamped) {
+      ++e4m3_clamped;
+      note("e4m3 clamped", bits, ours_clamped, theirs_clamped);
     }
     const uint8_t theirs8d = cuda_e4m3_from_double(x);
     if (ours8 != theirs8d) {
@@ -124,6 +146,8 @@ struct Disagreements {
   void merge(const Disagreements& o) {
     e4m3 += o.e4m3;
     e4m3_double_path += o.e4m3_double_path;
+    e4m3_nosat += o.e4m3_nosat;
+    e4m3_clamped += o.e4m3_clamped;
     e2m1 += o.e2m1;
     bf16 += o.bf16;
     documented_negative_nan_e4m3 += o.documented_negative_nan_e4m3;
@@ -140,6 +164,8 @@ struct Disagreements {
 void expect_no_disagreement(const Disagreements& d) {
   EXPECT_EQ(d.e4m3, 0u) << d.report();
   EXPECT_EQ(d.e4m3_double_path, 0u) << d.report();
+  EXPECT_EQ(d.e4m3_nosat, 0u) << d.report();
+  EXPECT_EQ(d.e4m3_clamped, 0u) << d.report();
   EXPECT_EQ(d.e2m1, 0u) << d.report();
   EXPECT_EQ(d.bf16, 0u) << d.report();
 }

@@ -108,6 +108,33 @@ TEST(E2m1, CanonicalCodeMergesTheTwoZeros) {
   }
 }
 
+TEST(E2m1, TiesAwayEncoderRoundsThresholdsUpAndAgreesElsewhere) {
+  // microxcaling's half-away rounding (SPEC-formats.md §3.2): every threshold goes to the larger
+  // magnitude; off the thresholds it is the nearest value, as RN-even.
+  for (int i = 0; i < 7; ++i) {
+    const float t = kE2m1Thresholds[i];
+    EXPECT_EQ(e2m1_from_float_ties_away(t), i + 1) << t;
+    EXPECT_EQ(e2m1_from_float_ties_away(-t), 0x8 | (i + 1)) << -t;
+    EXPECT_EQ(e2m1_from_float_ties_away(std::nextafter(t, 0.0f)), i) << t;
+  }
+  // SPEC-formats.md §3.2's examples: 0.25 -> 0.5 (RNE 0), 2.5 -> 3 (RNE 2), 5 -> 6 (RNE 4).
+  EXPECT_EQ(e2m1_to_float(e2m1_from_float_ties_away(0.25f)), 0.5f);
+  EXPECT_EQ(e2m1_to_float(e2m1_from_float_ties_away(2.5f)), 3.0f);
+  EXPECT_EQ(e2m1_to_float(e2m1_from_float_ties_away(5.0f)), 6.0f);
+  EXPECT_EQ(e2m1_from_float_ties_away(std::bit_cast<float>(0xFFC00000u)), 0x7);  // NaN -> +6
+  EXPECT_EQ(e2m1_from_float_ties_away(-kInf), 0xF);
+  EXPECT_EQ(e2m1_from_float_ties_away(-0.1f), 0x8);
+  uint64_t mismatches = 0;
+  for (uint64_t b = 3; b < (uint64_t{1} << 32); b += 4099) {
+    const float x = std::bit_cast<float>(static_cast<uint32_t>(b));
+    bool on_threshold = false;
+    for (float t : kE2m1Thresholds) on_threshold = on_threshold || std::fabs(x) == t;
+    if (!on_threshold && e2m1_from_float_ties_away(x) != e2m1_from_float(x) && ++mismatches <= 5)
+      ADD_FAILURE() << std::hex << b;
+  }
+  EXPECT_EQ(mismatches, 0u);
+}
+
 TEST(E2m1, AgreesWithBruteForceNearestOnStridedSweep) {
   // Every 4099th fp32 over all bit patterns, plus every 31st inside [2^-4, 8), both signs.
   uint64_t mismatches = 0, compared = 0;

@@ -144,6 +144,36 @@ TEST(E4m3, NanOfEitherSignBecomes0x7F) {
   }
 }
 
+TEST(E4m3, NonSaturatingCastTurnsOverflowIntoNaN) {
+  // 464 = 448 + half an ulp ties to the even 448; anything above rounds past the largest value: NaN.
+  EXPECT_EQ(e4m3_from_float_nosat(464.0f), kE4m3MaxCode);
+  EXPECT_EQ(e4m3_from_float_nosat(-464.0f), 0x80 | kE4m3MaxCode);
+  EXPECT_EQ(e4m3_from_float_nosat(std::nextafter(464.0f, kInf)), kE4m3NaNCode);
+  EXPECT_EQ(e4m3_from_float_nosat(-std::nextafter(464.0f, kInf)), 0xFF);
+  EXPECT_EQ(e4m3_from_float_nosat(kInf), kE4m3NaNCode);
+  EXPECT_EQ(e4m3_from_float_nosat(-kInf), 0xFF);
+  EXPECT_EQ(e4m3_from_float_nosat(std::bit_cast<float>(0xFFC00000u)), kE4m3NaNCode);  // NaN sign dropped
+  // Inside the range it is the saturating encoder (strided sweep of all fp32 with |x| <= 464).
+  for (uint64_t b = 11; b < (uint64_t{1} << 32); b += 4099) {
+    const float x = std::bit_cast<float>(static_cast<uint32_t>(b));
+    if (std::isnan(x) || std::fabs(x) > 464.0f) continue;
+    ASSERT_EQ(e4m3_from_float_nosat(x), e4m3_from_float(x)) << std::hex << b;
+  }
+}
+
+TEST(E4m3, ClampedCastDiffersFromTheSaturatingOneOnlyOnNaN) {
+  // vLLM clamps with fmaxf/fminf before the cvt (SPEC-formats.md §1.2): NaN -> fmaxf(NaN, -448) = -448.
+  for (uint32_t bits : {0x7FC00000u, 0x7F800001u, 0xFFC00000u, 0xFFFFFFFFu})
+    EXPECT_EQ(e4m3_from_float_clamped(std::bit_cast<float>(bits)), 0xFE) << std::hex << bits;
+  for (uint64_t b = 13; b < (uint64_t{1} << 32); b += 4099) {
+    const float x = std::bit_cast<float>(static_cast<uint32_t>(b));
+    if (std::isnan(x)) continue;
+    ASSERT_EQ(e4m3_from_float_clamped(x), e4m3_from_float(x)) << std::hex << b;
+  }
+  EXPECT_EQ(e4m3_from_float_clamped(-kInf), 0xFE);
+  EXPECT_EQ(e4m3_from_float_clamped(1e30f), kE4m3MaxCode);
+}
+
 TEST(E4m3, AgreesWithBruteForceNearestOnStridedSweep) {
   // An odd stride reaches every exponent and sign; 2^32 / 4099 ~ 1M patterns keep this well under a
   // second. (The all-2^32 comparison is against the CUDA Toolkit, cuda_reference_test.)
