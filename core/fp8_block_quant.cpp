@@ -7,17 +7,10 @@
 
 #include "core/e8m0.h"
 #include "core/errors.h"
+#include "core/matrix_shape.h"
 
 namespace moefuzz {
 namespace {
-
-// rows * cols == size, computed without overflowing; false for negative extents.
-bool shape_matches(size_t size, int64_t rows, int64_t cols) {
-  if (rows < 0 || cols < 0) return false;
-  if (cols == 0) return size == 0;
-  return static_cast<uint64_t>(rows) <= size / static_cast<uint64_t>(cols) &&
-         static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) == size;
-}
 
 // DeepGEMM's clamp(1e-4) of the block amax (SPEC-formats.md §1.2, DeepGEMM reference row): the
 // constant of the cited code, not a tolerance.
@@ -27,7 +20,7 @@ constexpr float kAmaxFloor = 1e-4f;
 
 Fp8BlockQuantized quantize_fp8_block_weight(std::span<const float> w, int64_t rows, int64_t cols,
                                             bool ue8m0) {
-  if (rows < 0 || cols < 0 || !shape_matches(w.size(), rows, cols)) {
+  if (rows < 0 || cols < 0 || !matrix_shape_matches(w.size(), rows, cols)) {
     throw InputError("128x128 block FP8 weight quantization: " + std::to_string(w.size()) +
                      " values for a [" + std::to_string(rows) + ", " + std::to_string(cols) +
                      "] weight (need rows, cols >= 0 and rows * cols values)");

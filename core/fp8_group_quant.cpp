@@ -7,17 +7,10 @@
 
 #include "core/e8m0.h"
 #include "core/errors.h"
+#include "core/matrix_shape.h"
 
 namespace moefuzz {
 namespace {
-
-// rows * cols == size, computed without overflowing; false for negative extents.
-bool shape_matches(size_t size, int64_t rows, int64_t cols) {
-  if (rows < 0 || cols < 0) return false;
-  if (cols == 0) return size == 0;
-  return static_cast<uint64_t>(rows) <= size / static_cast<uint64_t>(cols) &&
-         static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) == size;
-}
 
 // vLLM seeds its amax with 1e-10 (fmaxf) and floors its UE8M0 scale at 1e-10 too, DeepGEMM's
 // reference clamps the amax at 1e-4 (SPEC-formats.md §1.2 table): constants of the cited code, not
@@ -71,7 +64,7 @@ Fp8GroupQuantized quantize_fp8_per_token_group(std::span<const float> x, int64_t
                      ": need rows, cols >= 0, group > 0 and cols a multiple of the group (production "
                      "asserts K % 128 == 0; there is no partial activation group)");
   }
-  if (!shape_matches(x.size(), rows, cols)) {
+  if (!matrix_shape_matches(x.size(), rows, cols)) {
     throw InputError("per-token-group FP8 quantization: " + std::to_string(x.size()) + " values for [" +
                      std::to_string(rows) + ", " + std::to_string(cols) + "]");
   }

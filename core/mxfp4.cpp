@@ -7,17 +7,10 @@
 #include <string>
 
 #include "core/errors.h"
+#include "core/matrix_shape.h"
 
 namespace moefuzz {
 namespace {
-
-// rows * cols == size, computed without overflowing; false for negative extents.
-bool shape_matches(size_t size, int64_t rows, int64_t cols) {
-  if (rows < 0 || cols < 0) return false;
-  if (cols == 0) return size == 0;
-  return static_cast<uint64_t>(rows) <= size / static_cast<uint64_t>(cols) &&
-         static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols) == size;
-}
 
 // E2M1's largest exponent (6 = 1.5 * 2^2): the OCP rule's emax_elem.
 constexpr int kE2m1MaxExponent = 2;
@@ -65,7 +58,7 @@ float Mxfp4Quantized::dequant(int64_t r, int64_t c, E8m0Decode decode) const {
 }
 
 Mxfp4Quantized quantize_mxfp4(std::span<const float> x, int64_t rows, int64_t cols, Mxfp4ScaleRule rule) {
-  if (rows < 0 || cols < 0 || !shape_matches(x.size(), rows, cols)) {
+  if (rows < 0 || cols < 0 || !matrix_shape_matches(x.size(), rows, cols)) {
     throw InputError("MXFP4 quantization: " + std::to_string(x.size()) + " values for a [" +
                      std::to_string(rows) + ", " + std::to_string(cols) +
                      "] matrix (need rows, cols >= 0 and rows * cols values)");

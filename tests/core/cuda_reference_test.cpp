@@ -34,6 +34,7 @@
 #include "core/bf16.h"
 #include "core/e2m1.h"
 #include "core/e4m3.h"
+#include "support/parallel_bit_sweep.h"
 
 #ifdef MOEFUZZ_HAVE_CUDA_HEADERS
 // The toolkit headers are not ours to warn about (unused parameters in cuda_fp4.hpp).
@@ -217,21 +218,9 @@ std::vector<uint32_t> rounding_boundaries() {
   return points;
 }
 
-// Runs check() over bits = start, start + stride, ... (mod 2^32), `count` of them, on all cores.
+// The toolkit comparison over a strided sweep of fp32 bit patterns, on all cores.
 Disagreements sweep(uint64_t start, uint64_t stride, uint64_t count) {
-  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<Disagreements> partial(threads);
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      const uint64_t begin = count * t / threads, end = count * (t + 1) / threads;
-      for (uint64_t i = begin; i < end; ++i) partial[t].check(static_cast<uint32_t>(start + i * stride));
-    });
-  }
-  for (auto& th : pool) th.join();
-  Disagreements total;
-  for (const auto& p : partial) total.merge(p);
-  return total;
+  return moefuzz::test_support::parallel_bit_sweep<Disagreements>(start, stride, count);
 }
 
 bool exhaustive_enabled() {

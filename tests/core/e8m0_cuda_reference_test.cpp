@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/e8m0.h"
+#include "support/parallel_bit_sweep.h"
 
 #ifdef MOEFUZZ_HAVE_CUDA_HEADERS
 #pragma GCC diagnostic push
@@ -90,20 +91,9 @@ void expect_none(const Disagreements& d) {
   for (const auto& e : d.examples) ADD_FAILURE() << e;
 }
 
+// The toolkit comparison over a strided sweep of fp32 bit patterns, on all cores.
 Disagreements sweep(uint64_t start, uint64_t stride, uint64_t count) {
-  const unsigned threads = std::max(1u, std::thread::hardware_concurrency());
-  std::vector<Disagreements> partial(threads);
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      const uint64_t begin = count * t / threads, end = count * (t + 1) / threads;
-      for (uint64_t i = begin; i < end; ++i) partial[t].check(static_cast<uint32_t>(start + i * stride));
-    });
-  }
-  for (auto& th : pool) th.join();
-  Disagreements total;
-  for (const auto& p : partial) total.merge(p);
-  return total;
+  return moefuzz::test_support::parallel_bit_sweep<Disagreements>(start, stride, count);
 }
 #endif  // MOEFUZZ_HAVE_CUDA_HEADERS
 
