@@ -24,6 +24,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/file_text.h"
 #include "core/interrupt.h"
 #include "core/recipe_text.h"
 #include "core/repro_command.h"
@@ -35,13 +36,6 @@
 namespace moefuzz {
 namespace fs = std::filesystem;
 namespace {
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::string file_stem_of(std::string sig) {
   for (char& c : sig)
@@ -217,10 +211,10 @@ std::vector<FuzzFinding> harvest_findings(const std::string& raw_dir, const std:
   make_directories(findings_dir);
   std::set<std::string> known;
   for (const auto& f : files_in(findings_dir, "", ".moefuzz"))
-    known.insert(read_finding_header(read_text(f)).kills);
+    known.insert(read_finding_header(file_text(f)).kills);
   std::vector<FuzzFinding> out;
   for (const auto& raw : files_in(raw_dir, "", ".moefuzz")) {
-    const std::string text = read_text(raw);
+    const std::string text = file_text(raw);
     const FindingHeader header = read_finding_header(text);
     const std::string sig = header.kills;
     if (sig.empty() || known.count(sig)) continue;
@@ -349,7 +343,7 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
           spawn({bin, c.string()}, {{"MOEFUZZ_KERNEL", o.kernel}, {"MOEFUZZ_FINDINGS_DIR", raw}}, clog);
       janitor.watch_group(converter);
       wait_bounded(converter, 60);
-      if (read_text(clog).find("moefuzz-fuzz: finding saved to") == std::string::npos)
+      if (file_text(clog).find("moefuzz-fuzz: finding saved to") == std::string::npos)
         s.unconverted.push_back(c.string());
       write_file_atomically(marker, "");
     }
@@ -392,7 +386,7 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
   harvest();
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (int p = 0; p < procs; ++p)
-    accumulate_libfuzzer_log(read_text(fmt::format("{}/fuzzer-{}.log", logs, p)), s);
+    accumulate_libfuzzer_log(file_text(fmt::format("{}/fuzzer-{}.log", logs, p)), s);
   // Throughput of the whole campaign (libFuzzer's own exec/s is an average of the last job's).
   if (s.execs > 0) s.execs_per_second = static_cast<double>(s.execs) / s.seconds;
 
@@ -423,7 +417,7 @@ FuzzCampaignSummary run_fuzz_campaign(const FuzzCampaignOptions& o, std::ostream
   // one process, which prints the buckets it reached at exit (fuzz/semantic_features.h). Fork-mode
   // jobs print theirs into libFuzzer's temporary job logs, which the parent does not keep.
   FuzzCampaignSummary merge_run;
-  accumulate_libfuzzer_log(read_text(logs + "/merge.log"), merge_run);
+  accumulate_libfuzzer_log(file_text(logs + "/merge.log"), merge_run);
   if (!merge_run.semantic.empty()) s.semantic = merge_run.semantic + " by the merged corpus";
   write_file_atomically(dir + "/summary.json", fuzz_summary_json(s).dump(2) + "\n");
   return s;

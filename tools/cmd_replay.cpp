@@ -15,6 +15,7 @@
 
 #include "core/case.h"
 #include "core/errors.h"
+#include "core/file_text.h"
 #include "core/memory_budget.h"
 #include "core/profile.h"
 #include "core/recipe_text.h"
@@ -114,10 +115,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
       for (const auto& path : files) {
         std::string k = kernel_arg;
         if (k.empty()) {
-          std::ifstream in(path);
-          std::stringstream ss;
-          ss << in.rdbuf();
-          k = read_finding_header(ss.str()).kernel;
+          k = read_finding_header(file_text(path)).kernel;
         }
         const auto& reg = kernel_registry();
         const bool cuda = std::any_of(reg.begin(), reg.end(), [&](const KernelEntry& e) {
@@ -180,10 +178,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
           throw InputError(fmt::format("{}: {}", path, why));
         std::string kernel_name = kernel_arg;
         if (kernel_name.empty()) {
-          std::ifstream in(path);
-          std::stringstream ss;
-          ss << in.rdbuf();
-          kernel_name = read_finding_header(ss.str()).kernel;
+          kernel_name = read_finding_header(file_text(path)).kernel;
           if (kernel_name.empty()) kernel_name = "cpu";
         }
         if (std::any_of(reg.begin(), reg.end(), [&](const KernelEntry& e) {

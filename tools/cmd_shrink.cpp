@@ -9,6 +9,7 @@
 
 #include "core/atomic_file.h"
 #include "core/errors.h"
+#include "core/file_text.h"
 #include "core/output_path.h"
 #include "core/recipe_text.h"
 #include "core/repro_command.h"
@@ -52,13 +53,7 @@ void add_shrink_command(CLI::App& app, int& exit_code) {
   cmd->callback([&exit_code] {
     check_output_file(out);  // before the shrink: a bad path costs nothing
     const CaseRecipe r = load_recipe(file, tensor_files, global_options().max_case_bytes);
-    std::string text;
-    {
-      std::ifstream in(file);
-      std::stringstream ss;
-      ss << in.rdbuf();
-      text = ss.str();
-    }
+    const std::string text = file_text(file);
     std::string kernel_name = kernel_arg.empty() ? read_finding_header(text).kernel : kernel_arg;
     if (kernel_name.empty()) kernel_name = "cpu";
     if (o.expected_signature.empty()) o.expected_signature = read_finding_header(text).kills;

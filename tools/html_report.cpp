@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.h"
+#include "core/file_text.h"
 #include "core/recipe_text.h"
 #include "drivers/finding_file.h"
 #include "drivers/run_coverage.h"
@@ -28,18 +29,11 @@ struct FindingEntry {
   int64_t occurrences = 0;  // 0 = not known (an earlier run into the same directory, a campaign)
 };
 
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // A saved finding (drivers/finding_file.h), with the failure report beside it when there is one.
 FindingEntry read_finding(const fs::path& recipe) {
   FindingEntry f;
   f.file = fs::absolute(recipe).lexically_normal().string();
-  const FindingHeader h = read_finding_header(read_text(recipe));
+  const FindingHeader h = read_finding_header(file_text(recipe));
   f.signature = h.kills;
   f.kernel = h.kernel;
   f.message = h.message;
@@ -47,7 +41,7 @@ FindingEntry read_finding(const fs::path& recipe) {
   fs::path report = recipe;
   report.replace_extension(".txt");
   std::error_code ec;
-  if (fs::is_regular_file(report, ec)) f.report = read_text(report);
+  if (fs::is_regular_file(report, ec)) f.report = file_text(report);
   return f;
 }
 
@@ -192,7 +186,7 @@ std::string render_report_page(const std::string& dir_arg) {
   nlohmann::json summary;
   const fs::path summary_path = dir / "summary.json";
   if (fs::is_regular_file(summary_path, ec)) {
-    summary = nlohmann::json::parse(read_text(summary_path), nullptr, /*allow_exceptions=*/false);
+    summary = nlohmann::json::parse(file_text(summary_path), nullptr, /*allow_exceptions=*/false);
     if (summary.is_discarded() || !summary.is_object())
       throw InputError(fmt::format("report: {} is not valid JSON", summary_path.string()));
   }
@@ -271,7 +265,7 @@ std::string render_report_page(const std::string& dir_arg) {
   }
   if (drift) {
     body += "<h2>Drift</h2>\n<img alt=\"drift plot\" src=\"data:image/svg+xml;base64," +
-            base64(read_text(dir / "drift.svg")) + "\">\n";
+            base64(file_text(dir / "drift.svg")) + "\">\n";
   }
   return "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>moefuzz report: " +
          html_escape(kernel) + "</title>\n<style>" + kStyle + "</style></head>\n<body>\n" + body +

@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "cli/run_moefuzz.h"
+#include "core/file_text.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -28,13 +29,6 @@ namespace fs = std::filesystem;
 constexpr rlim_t kChildCpuSeconds = 120;
 
 RunResult run_moefuzz(const std::vector<std::string>& args) { return ::run_moefuzz(args, kChildCpuSeconds); }
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<fs::path> files_in(const fs::path& dir) {
   std::vector<fs::path> out;
@@ -79,7 +73,7 @@ TEST_F(CheckCli, CorrectKernelPassesWithSummaryTableAndJson) {
   EXPECT_NE(r.output.find("ORACLE"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("no findings"), std::string::npos) << r.output;
   ASSERT_TRUE(fs::exists(json));
-  const nlohmann::json j = nlohmann::json::parse(read_file(json));  // throws (fails) on invalid JSON
+  const nlohmann::json j = nlohmann::json::parse(moefuzz::file_text(json));  // throws (fails) on invalid JSON
   EXPECT_EQ(j.at("kernel"), "cpu");
   EXPECT_EQ(j.at("seed"), 1);
   EXPECT_EQ(j.at("cases"), 20);
@@ -89,7 +83,7 @@ TEST_F(CheckCli, CorrectKernelPassesWithSummaryTableAndJson) {
   // A passing campaign writes no finding: only the summary that `moefuzz report` reads, the same JSON.
   ASSERT_EQ(files_in(out).size(), 1u) << "a passing campaign writes no finding";
   EXPECT_EQ(files_in(out).front().filename(), "summary.json");
-  EXPECT_EQ(nlohmann::json::parse(read_file(out / "summary.json")), j);
+  EXPECT_EQ(nlohmann::json::parse(moefuzz::file_text(out / "summary.json")), j);
 }
 
 TEST_F(CheckCli, SameSeedSameSummary) {
@@ -97,7 +91,8 @@ TEST_F(CheckCli, SameSeedSameSummary) {
   for (const auto& p : {a, b})
     run_moefuzz({"check", "--kernel", "cpu", "--cases", "5", "--seed", "9", "--out", (dir_ / "o").string(),
                  "--json", p.string()});
-  nlohmann::json ja = nlohmann::json::parse(read_file(a)), jb = nlohmann::json::parse(read_file(b));
+  nlohmann::json ja = nlohmann::json::parse(moefuzz::file_text(a)),
+                 jb = nlohmann::json::parse(moefuzz::file_text(b));
   ja.erase("seconds");
   jb.erase("seconds");
   EXPECT_EQ(ja, jb);
@@ -113,7 +108,7 @@ TEST_F(CheckCli, MutantIsCaughtAndItsFindingReplays) {
   for (const auto& p : files_in(recipe.parent_path()))
     EXPECT_TRUE(p.extension() == ".moefuzz" || p.extension() == ".txt" || p.filename() == "summary.json")
         << "stray file " << p;
-  const std::string text = read_file(report);
+  const std::string text = moefuzz::file_text(report);
   EXPECT_EQ(text.rfind("==== moefuzz: CHECK FAILED ====", 0), 0u) << text;
   EXPECT_NE(text.find(std::string("kernel: ") + kMutant), std::string::npos) << text;
   // The binary by its absolute path (tests do not put it on PATH), the recipe absolute.
@@ -122,7 +117,7 @@ TEST_F(CheckCli, MutantIsCaughtAndItsFindingReplays) {
                       " --kernel " + kMutant),
             std::string::npos)
       << text;
-  const std::string header = read_file(recipe);
+  const std::string header = moefuzz::file_text(recipe);
   EXPECT_NE(header.find(std::string("# kernel: ") + kMutant), std::string::npos);
   EXPECT_NE(header.find("# REPRO: "), std::string::npos);
 
@@ -155,7 +150,7 @@ TEST_F(CheckCli, ProfileIsTheContractChecked) {
   bool reported = false;
   for (const auto& p : files_in(other))
     if (p.extension() == ".txt") {
-      const std::string text = read_file(p);
+      const std::string text = moefuzz::file_text(p);
       EXPECT_NE(text.find("applied in combine (per the profile)"), std::string::npos) << text;
       EXPECT_NE(text.find("profile sglang-triton"), std::string::npos) << text;
       reported = true;
@@ -220,7 +215,7 @@ TEST_F(CheckCli, MutantsRunsTheKillMatrixForOneMutant) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(kMutant), std::string::npos) << r.output;
   ASSERT_TRUE(fs::exists(json));
-  EXPECT_NO_THROW((void)nlohmann::json::parse(read_file(json)));
+  EXPECT_NO_THROW((void)nlohmann::json::parse(moefuzz::file_text(json)));
 }
 
 TEST_F(CheckCli, DriftWritesCsvAndPlot) {

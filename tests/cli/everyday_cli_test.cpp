@@ -15,19 +15,13 @@
 #include <string>
 
 #include "cli/run_moefuzz.h"
+#include "core/file_text.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
 constexpr const char* kMutant = "mutant/z1-rsf-twice";
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class EverydayCli : public ::testing::Test {
  protected:
@@ -95,7 +89,8 @@ TEST_F(EverydayCli, DuplicatedInvariantNamesAreCountedOnce) {
                      (dir_ / "o").string(), "--json", json.string()});
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
-  const auto a = nlohmann::json::parse(read_file(once)), b = nlohmann::json::parse(read_file(twice));
+  const auto a = nlohmann::json::parse(moefuzz::file_text(once)),
+             b = nlohmann::json::parse(moefuzz::file_text(twice));
   EXPECT_EQ(b.at("invariants").at("ORACLE").at("pass"), 3) << b.dump();
   EXPECT_EQ(a.at("invariants"), b.at("invariants"));
 }
@@ -126,7 +121,7 @@ TEST_F(EverydayCli, ReproRunsAsPrintedFromAnotherDirectoryWithARelativePluginPat
   for (const auto& e : fs::directory_iterator(out))
     if (e.path().extension() == ".moefuzz") recipe = e.path();
   ASSERT_FALSE(recipe.empty());
-  EXPECT_NE(read_file(recipe).find("# kernel: " + absolute_plugin + "\n"), std::string::npos);
+  EXPECT_NE(moefuzz::file_text(recipe).find("# kernel: " + absolute_plugin + "\n"), std::string::npos);
   // As printed, from a directory where neither the binary nor the plugin is: the finding fails again.
   std::string replayed;
   EXPECT_EQ(run_shell_in(dir_ / "elsewhere", repro, &replayed), 1) << repro << "\n" << replayed;

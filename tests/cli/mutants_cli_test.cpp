@@ -11,6 +11,7 @@
 #include <string>
 
 #include "cli/run_moefuzz.h"
+#include "core/file_text.h"
 
 namespace {
 
@@ -37,10 +38,7 @@ TEST_F(MutantsCli, PluginMutantIsScoredWithTheBaselines) {
                                   /*cpu_seconds=*/300);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("kill matrix: GREEN"), std::string::npos) << r.output;
-  std::ifstream in(json);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const auto j = nlohmann::json::parse(ss.str());
+  const auto j = nlohmann::json::parse(moefuzz::file_text(json));
   ASSERT_EQ(j.at("mutants").size(), 1u) << j.dump(2);
   const auto& row = j.at("mutants").at(0);
   EXPECT_EQ(row.at("mutant"), plugin.string());

@@ -15,17 +15,11 @@
 #include <string>
 
 #include "cli/run_moefuzz.h"
+#include "core/file_text.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 // The DOM after the page ran, as Chromium serializes it; "" with the reason in *error on failure.
 std::string dump_dom(const fs::path& page, const fs::path& profile_dir, std::string* error) {
@@ -73,7 +67,7 @@ TEST_F(ReportCli, FindingsAppearInTheBrowserAndScriptsStayText) {
   ASSERT_EQ(report.exit_code, 0) << report.output;
   const fs::path page = out / "report.html";
   ASSERT_TRUE(fs::exists(page)) << report.output;
-  const std::string html = read_file(page);
+  const std::string html = moefuzz::file_text(page);
   EXPECT_EQ(html.find("http://"), std::string::npos) << "the page fetches nothing";
   EXPECT_EQ(html.find("https://"), std::string::npos) << "the page fetches nothing";
 
@@ -112,7 +106,7 @@ TEST_F(ReportCli, ADriftDirectoryShowsItsPlot) {
   ASSERT_TRUE(fs::exists(out / "drift.svg")) << drift.output;
   const RunResult report = run_moefuzz({"report", out.string()});
   ASSERT_EQ(report.exit_code, 0) << report.output;
-  const std::string html = read_file(out / "report.html");
+  const std::string html = moefuzz::file_text(out / "report.html");
   EXPECT_NE(html.find("<h2>Drift</h2>"), std::string::npos) << html.substr(0, 2000);
   EXPECT_NE(html.find("src=\"data:image/svg+xml;base64,"), std::string::npos) << html.substr(0, 2000);
 }

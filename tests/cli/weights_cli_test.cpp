@@ -10,6 +10,7 @@
 
 #include "cli/run_moefuzz.h"
 #include "core/case.h"
+#include "core/file_text.h"
 #include "core/recipe_text.h"
 #include "core/sha256.h"
 #include "support/modelopt_checkpoint.h"
@@ -20,13 +21,6 @@ namespace fs = std::filesystem;
 using namespace moefuzz;
 
 constexpr const char* kMutant = "mutant/z1-rsf-twice";
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 class WeightsCli : public ::testing::Test {
  protected:
@@ -76,7 +70,7 @@ TEST_F(WeightsCli, CheckReplayAndShrinkARealLayer) {
   for (const auto& e : fs::directory_iterator(out))
     if (e.path().extension() == ".moefuzz") finding = e.path();
   ASSERT_FALSE(finding.empty());
-  const std::string text = read_file(finding);
+  const std::string text = moefuzz::file_text(finding);
   const std::string abs_weights = fs::absolute(weights_).lexically_normal().string();
   EXPECT_NE(text.find("weights = " + abs_weights + "\nweights_sha256 = " + sha256_file(weights_.string()) +
                       "\nweights_layer = 3\n"),
@@ -101,7 +95,7 @@ TEST_F(WeightsCli, CheckReplayAndShrinkARealLayer) {
   EXPECT_EQ(m.files.weights, abs_weights);
   EXPECT_EQ(m.files.weights_sha256, sha256_file(weights_.string()));
   EXPECT_LT(m.shape.experts * m.shape.hidden * m.shape.inter * m.shape.tokens, 8 * 64 * 32 * 8)
-      << read_file(min);
+      << moefuzz::file_text(min);
   const Case small = materialize(m);
   for (size_t e = 0; e < static_cast<size_t>(m.shape.experts); ++e)
     for (int64_t i = 0; i < m.shape.inter; ++i)
@@ -130,7 +124,7 @@ TEST_F(WeightsCli, BadFilesAndFlagsAreExit2) {
                      "exceeds the limit");
   {
     std::ofstream trunc(dir_ / "trunc.safetensors", std::ios::binary);
-    const std::string whole = read_file(weights_);
+    const std::string whole = moefuzz::file_text(weights_);
     trunc << whole.substr(0, whole.size() / 2);
   }
   expect_usage_error(run({"check", "--weights", (dir_ / "trunc.safetensors").string(), "--cases", "1"}),

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/case.h"
+#include "core/file_text.h"
 #include "core/recipe_text.h"
 #include "drivers/campaign.h"
 #include "drivers/check_engine.h"
@@ -17,13 +18,6 @@
 
 namespace moefuzz {
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 TEST(FindingFile, HeaderRoundTripsAndTheRecipeStillParses) {
   CaseRecipe r;
@@ -73,7 +67,7 @@ TEST(FindingFile, ACheckFindingIsARegressionFileAsItIs) {
   std::ostringstream log;
   const CampaignSummary s = run_campaign(*k, o, log);
   ASSERT_FALSE(s.findings.empty()) << log.str();
-  const std::string text = read_text(s.findings.front().recipe_path);
+  const std::string text = file_text(s.findings.front().recipe_path);
   const FindingHeader h = read_finding_header(text);
   EXPECT_EQ(h.kills, s.findings.front().signature);
   EXPECT_EQ(h.kernel, "mutant/z1-rsf-twice");

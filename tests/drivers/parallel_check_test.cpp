@@ -16,6 +16,7 @@
 
 #include <unistd.h>
 
+#include "core/file_text.h"
 #include "drivers/campaign.h"
 #include "drivers/ordered_parallel.h"
 #include "kernels/registry.h"
@@ -26,19 +27,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_all(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // File name -> contents, with the run's own directory spelled out of the contents (REPRO lines name
 // the finding's path).
 std::map<std::string, std::string> files_in(const fs::path& dir) {
   std::map<std::string, std::string> out;
   for (const auto& e : fs::directory_iterator(dir)) {
-    std::string text = read_all(e.path());
+    std::string text = moefuzz::file_text(e.path());
     for (size_t at; (at = text.find(dir.string())) != std::string::npos;)
       text.replace(at, dir.string().size(), "<dir>");
     out[e.path().filename().string()] = text;

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "core/case.h"
+#include "core/file_text.h"
 #include "core/recipe_text.h"
 #include "drivers/campaign.h"
 #include "drivers/check_engine.h"
@@ -38,10 +39,7 @@ std::string twin_of(const Kernel& k) {
 class Regression : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Regression, NamedKernelStillFailsAndTwinPasses) {
-  std::ifstream in(GetParam());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
+  const std::string text = file_text(GetParam());
   const FindingHeader header = read_finding_header(text);
   const std::string kernel = header.kernel, sig = header.kills;
   ASSERT_FALSE(kernel.empty()) << "missing '# kernel:' header";

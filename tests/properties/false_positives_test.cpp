@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/case.h"
+#include "core/file_text.h"
 #include "core/recipe_text.h"
 #include "drivers/check_engine.h"
 #include "drivers/finding_file.h"
@@ -22,13 +23,6 @@ namespace moefuzz {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string file_text(const fs::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 std::vector<fs::path> former_false_positives() {
   std::vector<fs::path> files;

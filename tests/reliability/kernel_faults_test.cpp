@@ -37,7 +37,7 @@ TEST_P(KernelFaults, OneFindingOfItsClassAndEveryInvariantNotEvaluated) {
     }
   }
   // The report says what happened, without "got 0 expected 0 bound 0".
-  const std::string report = read_text(f.at("report").get<std::string>());
+  const std::string report = file_text(f.at("report").get<std::string>());
   EXPECT_NE(report.find("check: " + fault_class), std::string::npos) << report;
   EXPECT_EQ(report.find("got 0"), std::string::npos) << report;
   // Replayable: the finding fails again with the same class.

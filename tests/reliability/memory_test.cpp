@@ -80,7 +80,7 @@ TEST_F(ReliabilityTest, CheckPeakMemoryStaysWithinItsEstimate) {
 TEST_F(ReliabilityTest, ACheckThatCannotFitIsRefusedBeforeAllocating) {
   const fs::path file = dir_ / "million.moefuzz";
   { std::ofstream(file) << "MOEFUZZ v1\ntokens = 1000000\n"; }
-  const moefuzz::CaseRecipe r = moefuzz::parse_recipe(read_text(file), file.string());
+  const moefuzz::CaseRecipe r = moefuzz::parse_recipe(file_text(file), file.string());
   if (moefuzz::estimate_check_bytes(r) <= moefuzz::available_memory_bytes())
     GTEST_SKIP() << "this machine has the memory to check it";  // > 200 GB available
   const RunResult run = run_moefuzz({"replay", file.string(), "--kernel", "cpu"}, 60);

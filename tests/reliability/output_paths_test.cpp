@@ -38,7 +38,7 @@ TEST_F(ReliabilityTest, BadJsonAndOutPathsAreRefusedBeforeTheRun) {
       {"--out under a file", {"--out", (dir_ / "a_file/sub").string()}},
   };
   for (const auto& [what, extra] : cases) expect_refused_before_running(check(extra), what);
-  EXPECT_EQ(read_text(target), "precious\n") << "the symlink's target was written through";
+  EXPECT_EQ(file_text(target), "precious\n") << "the symlink's target was written through";
   EXPECT_TRUE(fs::is_symlink(dir_ / "link.json"));
   struct stat st {};
   ASSERT_EQ(::lstat((dir_ / "pipe.json").c_str(), &st), 0);
@@ -64,13 +64,13 @@ TEST_F(ReliabilityTest, ASecondRunIntoTheSameOutKeepsTheFirstRunsFindings) {
   const auto first = files_in(out(), ".moefuzz");
   ASSERT_FALSE(first.empty());
   std::vector<std::string> first_text;
-  for (const auto& f : first) first_text.push_back(read_text(f));
+  for (const auto& f : first) first_text.push_back(file_text(f));
   const RunResult again = run_moefuzz(args);
   ASSERT_EQ(again.exit_code, 1) << again.output;
   EXPECT_NE(again.output.find("findings of an earlier run"), std::string::npos) << again.output;
   const auto second = files_in(out(), ".moefuzz");
   EXPECT_EQ(second.size(), 2 * first.size());
-  for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(read_text(first[i]), first_text[i]) << first[i];
+  for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(file_text(first[i]), first_text[i]) << first[i];
 }
 
 TEST_F(ReliabilityTest, DefaultDirectoriesKeyOnTheKernelsFullIdentity) {

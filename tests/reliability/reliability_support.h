@@ -19,21 +19,16 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/run_moefuzz.h"
+#include "core/file_text.h"
 
 namespace reliability {
 
 namespace fs = std::filesystem;
+using moefuzz::file_text;
 
 // A faulty plugin (examples/plugin_faulty): "crash", "hang", "exit", "error", "supports_hang", ...
 inline std::string faulty_plugin(const std::string& fault) {
   return MOEFUZZ_BINARY_DIR "/lib/libmoefuzz_faulty_" + fault + ".so";
-}
-
-inline std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
 }
 
 inline std::vector<fs::path> files_in(const fs::path& dir, const std::string& suffix = "") {
@@ -67,7 +62,7 @@ class ReliabilityTest : public ::testing::Test {
     fs::remove_all(dir_);
   }
   std::string out(const std::string& name = "out") const { return (dir_ / name).string(); }
-  static nlohmann::json json_of(const fs::path& p) { return nlohmann::json::parse(read_text(p)); }
+  static nlohmann::json json_of(const fs::path& p) { return nlohmann::json::parse(file_text(p)); }
 };
 
 }  // namespace reliability

@@ -110,7 +110,7 @@ int expect_complete_replayable_findings(const fs::path& dir) {
     const RunResult r = run_moefuzz({"replay", f.string()});
     EXPECT_EQ(r.exit_code, 1) << "finding " << f << " does not replay\n" << r.output;
     // ... to the signature its header names (`# kills: INVARIANT/stage`, or CLASS/call for a fault).
-    const std::string text = read_text(f);
+    const std::string text = file_text(f);
     const size_t at = text.find("# kills: ");
     EXPECT_NE(at, std::string::npos) << "finding without its signature: " << f;
     if (at == std::string::npos) continue;
@@ -121,7 +121,7 @@ int expect_complete_replayable_findings(const fs::path& dir) {
         << "finding " << f << " (" << signature << ") replays to another failure\n"
         << r.output;
     if (fs::exists(report)) {
-      EXPECT_NE(read_text(report).find("REPRO:"), std::string::npos) << report;
+      EXPECT_NE(file_text(report).find("REPRO:"), std::string::npos) << report;
     }
   }
   return findings;
@@ -136,7 +136,7 @@ std::vector<pid_t> live_processes_mentioning(const std::string& needle) {
     if (name.empty() || !std::isdigit(static_cast<unsigned char>(name[0]))) continue;
     const pid_t pid = static_cast<pid_t>(std::stol(name));
     if (pid == ::getpid() || !alive(pid)) continue;
-    std::string cmdline = read_text(e.path() / "cmdline");
+    std::string cmdline = file_text(e.path() / "cmdline");
     std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
     if (cmdline.find(needle) != std::string::npos) out.push_back(pid);
   }
@@ -152,11 +152,11 @@ TEST_P(Signals, PrintTheSummarySoFarWriteTheJsonAndEndTheKernel) {
                                    "--out", out(), "--json", json.string()},
                                   log);
   const std::vector<pid_t> kids = wait_for_children(s.pid, std::chrono::seconds(20));
-  ASSERT_FALSE(kids.empty()) << read_text(log);
+  ASSERT_FALSE(kids.empty()) << file_text(log);
   ::kill(s.pid, GetParam());
   int status = 0;
   ASSERT_EQ(::waitpid(s.pid, &status, 0), s.pid);
-  const std::string text = read_text(log);
+  const std::string text = file_text(log);
   ASSERT_TRUE(WIFEXITED(status)) << "died from the signal instead of handling it\n" << text;
   EXPECT_EQ(WEXITSTATUS(status), 128 + GetParam()) << text;
   EXPECT_NE(text.find("interrupted by signal " + std::to_string(GetParam())), std::string::npos) << text;
