@@ -67,17 +67,30 @@ double t_limit(double dof) {
 
 }  // namespace
 
+void ClusterSum::add(double x) {
+  sum += x;
+  count += 1;
+  scale = std::max(scale, std::fabs(x));
+}
+
 BiasTest bias_test(const std::vector<double>& x, const std::vector<int64_t>& cluster) {
+  std::map<int64_t, ClusterSum> by_id;
+  for (size_t i = 0; i < x.size(); ++i) by_id[cluster[i]].add(x[i]);
+  std::vector<ClusterSum> sums;
+  for (const auto& [id, s] : by_id) sums.push_back(s);
+  return bias_test(sums);
+}
+
+BiasTest bias_test(const std::vector<ClusterSum>& clusters) {
   BiasTest out;
-  std::map<int64_t, std::pair<double, double>> sums;  // (sum of x, count) per cluster
+  std::vector<ClusterSum> sums;
   double n = 0, total = 0, scale = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    auto& [sx, cnt] = sums[cluster[i]];
-    sx += x[i];
-    cnt += 1;
-    n += 1;
-    total += x[i];
-    scale = std::max(scale, std::fabs(x[i]));
+  for (const ClusterSum& c : clusters) {
+    if (c.count == 0) continue;  // a layer without samples is no cluster
+    sums.push_back(c);
+    n += c.count;
+    total += c.sum;
+    scale = std::max(scale, c.scale);
   }
   const double g = static_cast<double>(sums.size());
   out.clusters = static_cast<int64_t>(g);
@@ -87,7 +100,7 @@ BiasTest bias_test(const std::vector<double>& x, const std::vector<int64_t>& clu
   // Cluster-robust variance of the mean (two-pass): each cluster's summed deviation from the mean,
   // with the small-sample factor g / (g - 1).
   double v = 0;
-  for (const auto& [id, s] : sums) v += (s.first - s.second * mean) * (s.first - s.second * mean);
+  for (const ClusterSum& s : sums) v += (s.sum - s.count * mean) * (s.sum - s.count * mean);
   v = v / (n * n) * g / (g - 1);
   out.limit = t_limit(g - 1);
   // Values that agree to within the double rounding that produced them (x = err / bound: a few
@@ -138,18 +151,18 @@ double bias_reference(double expected, double bound) {
 // nothing; an output flushed to zero where the bound admits zero is an admitted underflow, not a
 // rounding direction.
 struct BiasSamples {
-  std::vector<double> signed_x, shrink_x;
-  std::vector<int64_t> layer;
-  void add(const LayerOutcome& o, int64_t id) {
+  std::vector<ClusterSum> signed_x, shrink_x;  // one cluster per layer
+  void add(const LayerOutcome& o) {
+    ClusterSum& sgn = signed_x.emplace_back();
+    ClusterSum& shr = shrink_x.emplace_back();
     for (size_t i = 0; i < o.error.size(); ++i) {
       if (!(o.bound[i] > 0)) continue;
       if (o.output[i] == 0 && std::fabs(o.expected[i]) <= o.bound[i]) continue;
       const double x =
           (static_cast<double>(o.output[i]) - bias_reference(o.expected[i], o.bound[i])) / o.bound[i];
       if (!std::isfinite(x)) continue;  // run_one judged it (single-call ratio); not a sample
-      signed_x.push_back(x);
-      shrink_x.push_back(o.expected[i] > 0 ? x : o.expected[i] < 0 ? -x : 0.0);
-      layer.push_back(id);
+      sgn.add(x);
+      shr.add(o.expected[i] > 0 ? x : o.expected[i] < 0 ? -x : 0.0);
     }
   }
 };
@@ -172,7 +185,7 @@ DriftPoint summarize(int64_t index, const Accumulator& acc, double single_ratio)
 }
 
 void add_bias(DriftPoint& p, const BiasSamples& s) {
-  const BiasTest sgn = bias_test(s.signed_x, s.layer), shr = bias_test(s.shrink_x, s.layer);
+  const BiasTest sgn = bias_test(s.signed_x), shr = bias_test(s.shrink_x);
   p.bias_signed = sgn.mean;
   p.bias_shrink = shr.mean;
   p.z_signed = sgn.z;
@@ -290,7 +303,7 @@ DriftReport run_layer_drift(const Kernel& kernel, const CaseRecipe& base, int la
       acc.bound2[i] += o.bound[i] * o.bound[i];
       h[i] += o.output[i];  // the residual stream stays fp32, as in the models
     }
-    bias.add(o, l);
+    bias.add(o);
     rep.points.push_back(summarize(l + 1, acc, o.max_ratio));
     add_bias(rep.points.back(), bias);
   }

@@ -80,6 +80,16 @@ struct BiasTest {
 };
 BiasTest bias_test(const std::vector<double>& x, const std::vector<int64_t>& cluster);
 
+// The same test from each cluster's running sums (what a layer contributes), so that a runner can
+// judge after every layer without keeping every sample. Clusters with no samples are left out.
+struct ClusterSum {
+  double sum = 0;
+  double count = 0;
+  double scale = 0;  // max |x|: the zero-spread rule's scale
+  void add(double x);
+};
+BiasTest bias_test(const std::vector<ClusterSum>& clusters);
+
 struct DriftReport {
   std::string kernel;
   std::string mode;  // "layers" or "sequence"
