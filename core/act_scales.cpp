@@ -104,7 +104,8 @@ double estimate_fc2_input_amax(const CaseRecipe& r, std::span<const uint16_t> hi
                                const std::vector<ExpertWeights>& experts) {
   const int64_t t_count = r.shape.tokens, h = r.shape.hidden, inter = r.shape.inter;
   const int64_t e_count = static_cast<int64_t>(experts.size());
-  if (t_count <= 0 || e_count == 0) return 0;
+  // bf16 weights (W16A16) quantize nothing: the scales exist (edit targets) but no kernel reads them.
+  if (t_count <= 0 || e_count == 0 || r.quant.weights != WeightFormat::kNvfp4) return 0;
   const double limit = r.swiglu.limit, beta = std::fabs(r.swiglu.beta);
   const Stream s(r.seed, "a2_scale.sample");
   const bool full = t_count * e_count <= kEstimateBudget / (inter * h);

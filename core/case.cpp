@@ -53,6 +53,11 @@ class Fnv1a {
     u64(v.size());
     for (int32_t x : v) u32(static_cast<uint32_t>(x));
   }
+  void matrix(const Bf16Matrix& m) {
+    u64(static_cast<uint64_t>(m.rows));
+    u64(static_cast<uint64_t>(m.cols));
+    bf16s(m.bits);
+  }
   void matrix(const Nvfp4Matrix& m) {
     u64(static_cast<uint64_t>(m.rows));
     u64(static_cast<uint64_t>(m.cols));
@@ -145,10 +150,18 @@ uint64_t content_hash(const Case& c) {
   h.ints(c.token_ids);
   h.ints(c.hash_table);
   h.u64(c.experts.size());
+  const bool bf16 = c.recipe.quant.weights == WeightFormat::kBf16;
   for (const ExpertWeights& w : c.experts) {
-    h.matrix(w.gate);
-    h.matrix(w.up);
-    h.matrix(w.down);
+    // Only the recipe's format is hashed, so NVFP4 cases keep their pinned hashes.
+    if (bf16) {
+      h.matrix(w.bf16.gate);
+      h.matrix(w.bf16.up);
+      h.matrix(w.bf16.down);
+    } else {
+      h.matrix(w.gate);
+      h.matrix(w.up);
+      h.matrix(w.down);
+    }
   }
   h.floats(c.a1_scale);
   h.floats(c.a2_scale);

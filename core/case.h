@@ -2,8 +2,9 @@
 // Case: the materialized tensors of a CaseRecipe. Same recipe -> same bytes on every machine and
 // build type (counter-based streams, core/rng.h; pinned by golden hashes in tests/core).
 //
-// Expert weights are stored in SEMANTIC form (gate, up, down as separate NVFP4 matrices); a kernel
-// applies its backend's w13 order ([gate; up] or [up; gate]) when it builds its own inputs.
+// Expert weights are stored in SEMANTIC form (gate, up, down as separate matrices); a kernel applies
+// its backend's w13 order ([gate; up] or [up; gate]) when it builds its own inputs. They are NVFP4 or
+// bf16, as the recipe's weight_format says; the other format's matrices are empty.
 //
 // Example:
 //   moefuzz::CaseRecipe r = moefuzz::parse_recipe_file("corpora/examples/deepseek_v3.moefuzz");
@@ -18,19 +19,30 @@
 //   gate.scale / up.scale / down.scale [expert, row, block] E4M3 byte (0..255)
 //   gate.global / up.global / down.global [expert] S_d (fp32)
 //   a1_scale / a2_scale [expert or 0] S_q (fp32)
+//   gate.w / up.w / down.w [expert, row, col] bf16 weight (weight_format bf16; rounded to bf16)
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/bf16_matrix.h"
 #include "core/nvfp4.h"
 #include "core/recipe.h"
 
 namespace moefuzz {
 
+// bf16 expert weights (weight_format bf16), same shapes as the NVFP4 ones.
+struct Bf16ExpertWeights {
+  Bf16Matrix gate;  // [I, H]
+  Bf16Matrix up;    // [I, H]
+  Bf16Matrix down;  // [H, I]
+  bool operator==(const Bf16ExpertWeights&) const = default;
+};
+
 struct ExpertWeights {
-  Nvfp4Matrix gate;  // [I, H]
-  Nvfp4Matrix up;    // [I, H]
-  Nvfp4Matrix down;  // [H, I]
+  Nvfp4Matrix gate;        // [I, H]; empty for bf16 weights
+  Nvfp4Matrix up;          // [I, H]
+  Nvfp4Matrix down;        // [H, I]
+  Bf16ExpertWeights bf16;  // empty for NVFP4 weights
   bool operator==(const ExpertWeights&) const = default;
 };
 

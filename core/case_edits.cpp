@@ -81,6 +81,19 @@ void apply_edit(Case& c, const Edit& e, size_t number) {
     const std::string_view matrix = std::string_view(t).substr(0, dot),
                            field = std::string_view(t).substr(dot + 1);
     const int64_t experts = size_of(c.experts.size());
+    if (field == "w") {
+      Bf16ExpertWeights* first = experts > 0 ? &c.experts[0].bf16 : nullptr;
+      const Bf16Matrix* m0 = first == nullptr   ? nullptr
+                             : matrix == "gate" ? &first->gate
+                             : matrix == "up"   ? &first->up
+                                                : &first->down;
+      checked_offset(e, number,
+                     {m0 != nullptr && !m0->empty() ? experts : 0, m0 ? m0->rows : 0, m0 ? m0->cols : 0});
+      Bf16ExpertWeights& w = c.experts[static_cast<size_t>(e.index[0])].bf16;
+      Bf16Matrix& m = matrix == "gate" ? w.gate : matrix == "up" ? w.up : w.down;
+      m.at(e.index[1], e.index[2]) = bf16_from_float(static_cast<float>(e.value));
+      return;
+    }
     if (field == "global") {
       const size_t at = checked_offset(e, number, {experts});
       matrix_of(c.experts[at], matrix).global_dequant = static_cast<float>(e.value);

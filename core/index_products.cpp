@@ -53,10 +53,11 @@ bool is_expert_product(IndexProduct p) {
 int64_t index_stride(IndexProduct p, const CaseRecipe& r) {
   const int64_t H = r.shape.hidden, I = r.shape.inter;
   switch (p) {
+    // Packed NVFP4 bytes (two codes a byte) or bf16 elements per expert.
     case IndexProduct::kExpertW13:
-      return 2 * I * H / 2;
+      return r.quant.weights == WeightFormat::kBf16 ? 2 * I * H : 2 * I * H / 2;
     case IndexProduct::kExpertW2:
-      return H * I / 2;
+      return r.quant.weights == WeightFormat::kBf16 ? H * I : H * I / 2;
     case IndexProduct::kExpertScales:
       return padded_rows_128x4(2 * I) * padded_scale_cols_128x4(H / 16);
     case IndexProduct::kPermutation:

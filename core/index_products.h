@@ -26,8 +26,8 @@
 namespace moefuzz {
 
 enum class IndexProduct : uint8_t {
-  kExpertW13,      // expert x packed w13 bytes (2I x H/2): the weight arena of gemm1
-  kExpertW2,       // expert x packed w2 bytes (H x I/2): the weight arena of gemm2
+  kExpertW13,      // expert x packed w13 bytes (2I x H/2; bf16 weights: 2I x H elements): gemm1 arena
+  kExpertW2,       // expert x packed w2 bytes (H x I/2; bf16 weights: H x I elements): gemm2 arena
   kExpertScales,   // expert x w13 block-scale bytes, swizzled 128x4 and padded (pad128(2I) x pad4(H/16))
   kPermutation,    // expanded row = token x slots + slot: the permutation / top-k arrays (T x k)
   kExpandedInput,  // expanded row x packed FC1 input bytes (H/2): the permuted, quantized rows

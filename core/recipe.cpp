@@ -118,6 +118,16 @@ std::optional<RecipeIssue> check_routing(const CaseRecipe& r) {
 std::optional<RecipeIssue> check_quant_and_swiglu(const CaseRecipe& r) {
   if (!enum_in_range(r.quant.activations, ActivationFormat::kBf16))
     return issue("activations", "unknown format");
+  if (!enum_in_range(r.quant.weights, WeightFormat::kBf16)) return issue("weight_format", "unknown format");
+  if (r.quant.weights == WeightFormat::kBf16) {
+    // W16A16 (SPEC-formats.md §2): nothing is quantized, so the NVFP4-only knobs must stay neutral.
+    if (r.quant.activations != ActivationFormat::kBf16)
+      return issue("weight_format", "bf16 weights need bf16 activations (activations bf16)");
+    if (r.quant.gate_up_scale_ratio != 1.0)
+      return issue("gate_up_scale_ratio", "applies to NVFP4 global scales; bf16 weights have none (use 1)");
+    if (!r.files.weights.empty())
+      return issue("weights", "a ModelOpt NVFP4 checkpoint cannot supply bf16 weights (weight_format bf16)");
+  }
   if (!enum_in_range(r.quant.act_scales, ActScaleMode::kPerExpert))
     return issue("act_scales", "unknown mode");
   const double ratio = r.quant.gate_up_scale_ratio;
@@ -200,24 +210,31 @@ std::vector<EditTarget> edit_targets(const CaseRecipe& r) {
   const bool has_bias = r.routing.mode == RoutingMode::kSigmoidGrouped && r.routing.correction_bias;
   const bool hash = r.routing.mode == RoutingMode::kHash;
   const int64_t act_scales = r.quant.act_scales == ActScaleMode::kGlobal ? 1 : all;
+  // Only the tensors of the recipe's weight format exist: the others get zero experts.
+  const int64_t nvfp4 = r.quant.weights == WeightFormat::kNvfp4 ? all : 0;
+  const int64_t bf16 = r.quant.weights == WeightFormat::kBf16 ? all : 0;
   using K = EditValueKind;
+  // New targets go at the end: fuzz inputs name a target by its index in this list.
   return {
       {"hidden", {t, h}, K::kReal},
       {"logits", {t, e}, K::kReal},
       {"bias", {has_bias ? e : 0}, K::kReal},
       {"token_ids", {hash ? t : 0}, K::kTokenId},
       {"hash_table", {hash ? r.hash_vocab() : 0, r.shape.top_k}, K::kExpertId},
-      {"gate.code", {all, i, h}, K::kFp4Code},
-      {"up.code", {all, i, h}, K::kFp4Code},
-      {"down.code", {all, h, i}, K::kFp4Code},
-      {"gate.scale", {all, i, h / kNvfp4BlockSize}, K::kE4m3Byte},
-      {"up.scale", {all, i, h / kNvfp4BlockSize}, K::kE4m3Byte},
-      {"down.scale", {all, h, i / kNvfp4BlockSize}, K::kE4m3Byte},
-      {"gate.global", {all}, K::kReal},
-      {"up.global", {all}, K::kReal},
-      {"down.global", {all}, K::kReal},
+      {"gate.code", {nvfp4, i, h}, K::kFp4Code},
+      {"up.code", {nvfp4, i, h}, K::kFp4Code},
+      {"down.code", {nvfp4, h, i}, K::kFp4Code},
+      {"gate.scale", {nvfp4, i, h / kNvfp4BlockSize}, K::kE4m3Byte},
+      {"up.scale", {nvfp4, i, h / kNvfp4BlockSize}, K::kE4m3Byte},
+      {"down.scale", {nvfp4, h, i / kNvfp4BlockSize}, K::kE4m3Byte},
+      {"gate.global", {nvfp4}, K::kReal},
+      {"up.global", {nvfp4}, K::kReal},
+      {"down.global", {nvfp4}, K::kReal},
       {"a1_scale", {act_scales}, K::kReal},
       {"a2_scale", {act_scales}, K::kReal},
+      {"gate.w", {bf16, i, h}, K::kReal},
+      {"up.w", {bf16, i, h}, K::kReal},
+      {"down.w", {bf16, h, i}, K::kReal},
   };
 }
 
@@ -277,7 +294,7 @@ int64_t estimate_case_bytes(const CaseRecipe& r) {
   int64_t bytes = static_cast<int64_t>(sizeof(Case));
   for (const auto& t : edit_targets(r)) {
     const int64_t n = sat_numel(t.shape);
-    if (t.name == "hidden") {
+    if (t.name == "hidden" || t.name.ends_with(".w")) {
       bytes = sat_add(bytes, sat_mul(n, 2));  // bf16
     } else if (t.kind == EditValueKind::kFp4Code) {
       bytes = sat_add(bytes, n / 2 + n % 2);

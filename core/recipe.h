@@ -35,6 +35,9 @@ enum class SharedFusion : uint8_t {
   kFused,     // shared expert j is expert id E+j in an extra top-k slot, weight 1/rsf before scaling
 };
 enum class ActivationFormat : uint8_t { kNvfp4, kBf16 };  // W4A4 or W4A16
+// Format of the expert weights: NVFP4 (codes, E4M3 block scales, global scale) or plain bf16 (W16A16,
+// SPEC-formats.md §2: Qwen3-MoE, Mixtral; needs bf16 activations).
+enum class WeightFormat : uint8_t { kNvfp4, kBf16 };
 enum class ActScaleMode : uint8_t { kGlobal, kPerExpert };
 
 struct Shape {
@@ -62,6 +65,7 @@ struct Routing {
 };
 
 struct Quantization {
+  WeightFormat weights = WeightFormat::kNvfp4;
   ActivationFormat activations = ActivationFormat::kNvfp4;
   ActScaleMode act_scales = ActScaleMode::kGlobal;
   double gate_up_scale_ratio = 1.0;  // up's global dequant scale = gate's * ratio (Z11 when != 1)

@@ -39,6 +39,7 @@ MOEFUZZ_ENUM_NAMES(ScoreFunc, "sqrt_softplus"sv, "sigmoid"sv, "softmax"sv)
 MOEFUZZ_ENUM_NAMES(ScalePlacement, "topk"sv, "combine"sv)
 MOEFUZZ_ENUM_NAMES(SharedFusion, "separate"sv, "fused"sv)
 MOEFUZZ_ENUM_NAMES(ActivationFormat, "nvfp4"sv, "bf16"sv)
+MOEFUZZ_ENUM_NAMES(WeightFormat, "nvfp4"sv, "bf16"sv)
 MOEFUZZ_ENUM_NAMES(ActScaleMode, "global"sv, "per_expert"sv)
 MOEFUZZ_ENUM_NAMES(LogitProfile, "normal"sv, "all_negative"sv, "very_negative"sv, "ties"sv, "near_ties"sv,
                    "large"sv)
@@ -226,6 +227,11 @@ Field field(std::string_view key, Access access, std::string_view group = {}) {
                {}};
 }
 
+Field present_when(Field f, std::function<bool(const CaseRecipe&)> present) {
+  f.present = std::move(present);
+  return f;
+}
+
 #define MOEFUZZ_FIELD(key, member, ...) \
   field(                                \
       key, [](CaseRecipe & r) -> auto& { return r.member; } __VA_OPT__(, ) __VA_ARGS__)
@@ -251,6 +257,9 @@ const std::vector<Field>& fields() {
       MOEFUZZ_FIELD("shared_fusion", routing.shared_fusion),
       MOEFUZZ_FIELD("vocab", routing.vocab),
       MOEFUZZ_FIELD("activations", quant.activations, "quantization"),
+      // Written only for non-NVFP4 weights, so an NVFP4 recipe prints as it always did.
+      present_when(MOEFUZZ_FIELD("weight_format", quant.weights),
+                   [](const CaseRecipe& r) { return r.quant.weights != WeightFormat::kNvfp4; }),
       MOEFUZZ_FIELD("act_scales", quant.act_scales),
       MOEFUZZ_FIELD("gate_up_scale_ratio", quant.gate_up_scale_ratio),
       MOEFUZZ_FIELD("swiglu_limit", swiglu.limit, "activation (SwiGLU clamp)"),
@@ -353,6 +362,7 @@ std::string_view name_of(ScoreFunc v) { return enum_name(v); }
 std::string_view name_of(ScalePlacement v) { return enum_name(v); }
 std::string_view name_of(SharedFusion v) { return enum_name(v); }
 std::string_view name_of(ActivationFormat v) { return enum_name(v); }
+std::string_view name_of(WeightFormat v) { return enum_name(v); }
 std::string_view name_of(ActScaleMode v) { return enum_name(v); }
 std::string_view name_of(LogitProfile v) { return enum_name(v); }
 std::string_view name_of(BiasProfile v) { return enum_name(v); }

@@ -72,6 +72,7 @@ std::string_view name_of(ScoreFunc v);
 std::string_view name_of(ScalePlacement v);
 std::string_view name_of(SharedFusion v);
 std::string_view name_of(ActivationFormat v);
+std::string_view name_of(WeightFormat v);
 std::string_view name_of(ActScaleMode v);
 std::string_view name_of(LogitProfile v);
 std::string_view name_of(BiasProfile v);

@@ -214,6 +214,26 @@ void fill_matrix(const CaseRecipe& r, const Stream& s, Nvfp4Matrix& m) {
     m.scales[0] = static_cast<uint8_t>(1 + s.child("subnormal").bits(0) % 7);
 }
 
+// bf16 weights (weight_format bf16) drawn through the NVFP4 draw, so every weight profile keeps its
+// meaning (zero blocks, wide or tiny block magnitudes, expert spread): each element is its NVFP4
+// value times a jitter in [3/4, 5/4) (fresh bf16 mantissas instead of 8 code magnitudes), rounded to
+// bf16. Under tiny_scales each matrix is further scaled by 2^-s, s in [0, 48], so the smallest
+// weights reach bf16 subnormals (where kernels that flush to zero differ).
+Bf16Matrix bf16_weights_from(const Nvfp4Matrix& m, const Stream& s, WeightProfile p) {
+  Bf16Matrix out(m.rows, m.cols);
+  const float extra = p == WeightProfile::kTinyScales
+                          ? std::ldexp(1.0f, -static_cast<int>(s.child("tiny").uniform_int(0, 0, 48)))
+                          : 1.0f;
+  for (int64_t r = 0; r < m.rows; ++r)
+    for (int64_t c = 0; c < m.cols; ++c) {
+      const uint64_t idx = static_cast<uint64_t>(r * m.cols + c);
+      const uint64_t bits = bulk_bits(s, idx / 4) >> (16 * (idx % 4));
+      const float jitter = 0.75f + static_cast<float>(bits & 0xFFFF) * 0x1p-17f;  // [0.75, 1.25)
+      out.at(r, c) = bf16_from_float(m.dequant(r, c) * jitter * extra);
+    }
+  return out;
+}
+
 }  // namespace
 
 // ---- public ----------------------------------------------------------------------------------------
@@ -449,6 +469,12 @@ ExpertWeights draw_expert_weights(const CaseRecipe& r, int64_t expert) {
   w.gate.global_dequant = gate_sd;
   w.up.global_dequant = static_cast<float>(static_cast<double>(gate_sd) * r.quant.gate_up_scale_ratio);
   w.down.global_dequant = down_sd;
+  if (r.quant.weights == WeightFormat::kBf16) {
+    w.bf16 = {bf16_weights_from(w.gate, matrix_stream("weights.gate.bf16"), r.values.weights),
+              bf16_weights_from(w.up, matrix_stream("weights.up.bf16"), r.values.weights),
+              bf16_weights_from(w.down, matrix_stream("weights.down.bf16"), r.values.weights)};
+    w.gate = w.up = w.down = Nvfp4Matrix();
+  }
   return w;
 }
 

@@ -97,6 +97,11 @@ bool clamp_to_limits(CaseRecipe& r, const ShapeLimits& lim) {
   ro.shared_fusion = wrap(ro.shared_fusion, 2);
   r.quant.activations = wrap(r.quant.activations, 2);
   r.quant.act_scales = wrap(r.quant.act_scales, 2);
+  r.quant.weights = wrap(r.quant.weights, 2);
+  if (r.quant.weights == WeightFormat::kBf16) {  // W16A16: bf16 activations, no NVFP4 scale ratio
+    r.quant.activations = ActivationFormat::kBf16;
+    r.quant.gate_up_scale_ratio = 1.0;
+  }
   ValueProfile& v = r.values;
   v.logits = wrap(v.logits, kLogitProfiles);
   v.bias = wrap(v.bias, kBiasProfiles);
@@ -175,6 +180,11 @@ CaseRecipe decode_recipe_bytes(std::span<const uint8_t> bytes) {
   r.quant.act_scales = (flags & 32) ? ActScaleMode::kPerExpert : ActScaleMode::kGlobal;
   r.routing.routed_scaling_factor = kScales[in.u8() % kScales.size()];
   r.quant.gate_up_scale_ratio = kRatios[in.u8() % kRatios.size()];
+  // bf16 weights (W16A16) where the activations are bf16 and flag bit 6 is set.
+  if ((flags & 16) && (flags & 64)) {
+    r.quant.weights = WeightFormat::kBf16;
+    r.quant.gate_up_scale_ratio = 1.0;
+  }
   r.swiglu.limit = kLimits[in.u8() % kLimits.size()];
   // Shapes: small numbers; clamp_to_limits fits them to the target.
   r.shape.tokens = 1 + in.u8() % 64;

@@ -137,17 +137,25 @@ void mutate_values(CaseRecipe& r, Rng& rng) {
 void mutate_quant(CaseRecipe& r, Rng& rng) {
   static constexpr std::array<double, 4> kRatios = {1.0, 2.0, 0.5, 1.25};
   static constexpr std::array<double, 4> kLimits = {std::numeric_limits<double>::infinity(), 7.0, 1.0, 0.25};
-  switch (below(rng, 5)) {
+  switch (below(rng, 6)) {
     case 0:
       r.quant.activations = r.quant.activations == ActivationFormat::kNvfp4 ? ActivationFormat::kBf16
                                                                             : ActivationFormat::kNvfp4;
+      if (r.quant.activations == ActivationFormat::kNvfp4) r.quant.weights = WeightFormat::kNvfp4;
+      break;
+    case 5:  // W16A16 <-> the same recipe's NVFP4 weights (bf16 weights need bf16 activations)
+      r.quant.weights = r.quant.weights == WeightFormat::kNvfp4 ? WeightFormat::kBf16 : WeightFormat::kNvfp4;
+      if (r.quant.weights == WeightFormat::kBf16) {
+        r.quant.activations = ActivationFormat::kBf16;
+        r.quant.gate_up_scale_ratio = 1.0;
+      }
       break;
     case 1:
       r.quant.act_scales =
           r.quant.act_scales == ActScaleMode::kGlobal ? ActScaleMode::kPerExpert : ActScaleMode::kGlobal;
       break;
     case 2:
-      r.quant.gate_up_scale_ratio = pick(rng, kRatios);
+      if (r.quant.weights == WeightFormat::kNvfp4) r.quant.gate_up_scale_ratio = pick(rng, kRatios);
       break;
     case 3:
       r.swiglu.limit = pick(rng, kLimits);

@@ -31,12 +31,14 @@ uint64_t case_fingerprint(const Case& c) {
   f.add(c.hash_table);
   f.add(c.a1_scale);
   f.add(c.a2_scale);
-  for (const ExpertWeights& e : c.experts)
+  for (const ExpertWeights& e : c.experts) {
     for (const Nvfp4Matrix* m : {&e.gate, &e.up, &e.down}) {
       f.add(m->packed);
       f.add(m->scales);
       f.add(std::vector<float>{m->global_dequant});
     }
+    for (const Bf16Matrix* m : {&e.bf16.gate, &e.bf16.up, &e.bf16.down}) f.add(m->bits);
+  }
   return f.value();
 }
 

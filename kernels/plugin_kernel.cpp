@@ -12,6 +12,7 @@
 #include "core/cuda_in_process.h"
 #include "core/errors.h"
 #include "core/profile.h"
+#include "core/recipe_text.h"
 #include "kernels/canary.h"
 #include "kernels/composed_pipeline.h"
 #include "kernels/cpu/cpu_stages.h"
@@ -268,6 +269,13 @@ std::string PluginKernel::description() const {
 
 std::string PluginKernel::supports(const CaseRecipe& recipe) const {
   if (std::string why = validate(recipe); !why.empty()) return why;
+  // The C ABI's case view carries NVFP4 weights only; a plugin that never reads weights (routing,
+  // quantize, activation, combine stages) runs on any weight format.
+  if (recipe.quant.weights != WeightFormat::kNvfp4 &&
+      (plugin_->implements(MOEFUZZ_STAGE_LAYER) || plugin_->implements(MOEFUZZ_STAGE_GEMM1) ||
+       plugin_->implements(MOEFUZZ_STAGE_GEMM2)))
+    return "plugin: the C plugin ABI carries NVFP4 weights only (weight_format " +
+           std::string(name_of(recipe.quant.weights)) + ")";
   if (!plugin_->implements(MOEFUZZ_STAGE_LAYER)) {
     if (std::string why = cpu::cpu_supports(recipe); !why.empty()) return "CPU stages: " + why;
   }

@@ -30,6 +30,14 @@ Nvfp4Matrix pad_matrix(const Nvfp4Matrix& m, int64_t rows, int64_t cols) {
   return out;
 }
 
+// bf16 weights: zero rows and columns appended.
+Bf16Matrix pad_matrix(const Bf16Matrix& m, int64_t rows, int64_t cols) {
+  Bf16Matrix out(rows, cols);
+  for (int64_t r = 0; r < m.rows; ++r)
+    for (int64_t c = 0; c < m.cols; ++c) out.at(r, c) = m.at(r, c);
+  return out;
+}
+
 }  // namespace
 
 Case with_routed_scale(const Case& c, double s) {
@@ -118,10 +126,18 @@ Case pad_dims(const Case& c, int64_t new_hidden, int64_t new_inter) {
   out.hidden.assign(static_cast<size_t>(s.tokens * new_hidden), 0);
   for (int64_t t = 0; t < s.tokens; ++t)
     std::copy_n(c.hidden.begin() + t * s.hidden, s.hidden, out.hidden.begin() + t * new_hidden);
+  const bool bf16 = c.recipe.quant.weights == WeightFormat::kBf16;
   for (size_t e = 0; e < c.experts.size(); ++e) {
-    out.experts[e].gate = pad_matrix(c.experts[e].gate, new_inter, new_hidden);
-    out.experts[e].up = pad_matrix(c.experts[e].up, new_inter, new_hidden);
-    out.experts[e].down = pad_matrix(c.experts[e].down, new_hidden, new_inter);
+    const ExpertWeights& w = c.experts[e];
+    if (bf16) {
+      out.experts[e].bf16 = {pad_matrix(w.bf16.gate, new_inter, new_hidden),
+                             pad_matrix(w.bf16.up, new_inter, new_hidden),
+                             pad_matrix(w.bf16.down, new_hidden, new_inter)};
+      continue;
+    }
+    out.experts[e].gate = pad_matrix(w.gate, new_inter, new_hidden);
+    out.experts[e].up = pad_matrix(w.up, new_inter, new_hidden);
+    out.experts[e].down = pad_matrix(w.down, new_hidden, new_inter);
   }
   return out;
 }

@@ -5,6 +5,8 @@
 // exactly in fp32), multiplied by sfa * sfw (exact: 4+4 significant bits) - so each block term is
 // exact - and block terms are accumulated in fp32; then fl(alpha * acc) and the bf16 rounding point.
 // W4A16 multiplies bf16 activations by the decoded weight codes instead; its 16-term partials round.
+// bf16 weights (W16A16) take the W4A16 path with the bf16 values as "codes" and unit scales: fp32
+// products (exact), 16-term fp32 partials, fp32 accumulation, alpha 1.
 //
 // Tactics (RunOptions::tactic) differ only in fp32 association of the block terms:
 //   0: N tile 32, acc += term for every block in K order;
@@ -75,6 +77,20 @@ void decode_tile(const Nvfp4Matrix& w, const Nvfp4Matrix& scale_src, int64_t n0,
     const int64_t sr = scale_row_read(n, w.rows, cfg);
     for (int64_t kb = 0; kb < Kb; ++kb)
       tile.scales[kb * nt + j] = sr < 0 ? 0.0f : e4m3_to_float(scale_src.scale(sr, kb));
+  }
+}
+
+// The same tile from bf16 weights (weight_format bf16): values as codes, unit scales.
+void decode_tile(const Bf16Matrix& w, int64_t n0, int64_t nt, const CpuConfig& cfg, WeightTile& tile) {
+  const int64_t K = w.cols;
+  // B7 mutant (vLLM #42436, a tensor-descriptor fused_moe miscompiling a ragged last K tile): the
+  // elements past the last full 64-wide K tile contribute nothing.
+  const int64_t k_end = cfg.dev.ragged_k_tile_dropped ? K / 64 * 64 : K;
+  tile.codes.assign(static_cast<size_t>(K * nt), 0.0f);
+  tile.scales.assign(static_cast<size_t>(K / 16 * nt), 1.0f);
+  for (int64_t j = 0; j < nt; ++j) {
+    if (n0 + j >= w.rows) continue;  // tile overhang past N: zero weights
+    for (int64_t k = 0; k < k_end; ++k) tile.codes[k * nt + j] = w.value(n0 + j, k);
   }
 }
 
@@ -155,19 +171,23 @@ float act_dequant_scale(const std::vector<float>& s_q, int64_t e) {
 }
 
 // One matrix `w` (N = w.rows) for the rows of expert e, writing out[off(r) + col0 + n], where off is
-// the output's index product `product` with row stride ldo.
+// the output's index product `product` with row stride ldo. `dense` (non-null for bf16 weights)
+// replaces w and scale_src.
 void expert_matmul(const std::vector<int64_t>& rows, const Nvfp4Matrix& w, const Nvfp4Matrix& scale_src,
-                   float alpha, const std::function<void(int64_t, ActRow&)>& load, IndexProduct product,
-                   int64_t ldo, int64_t col0, bool round, const CpuConfig& cfg, const Lut& lut,
-                   std::vector<float>& out) {
+                   const Bf16Matrix* dense, float alpha, const std::function<void(int64_t, ActRow&)>& load,
+                   IndexProduct product, int64_t ldo, int64_t col0, bool round, const CpuConfig& cfg,
+                   const Lut& lut, std::vector<float>& out) {
   const int64_t out_rows = static_cast<int64_t>(out.size()) / ldo;
-  const int64_t K = w.cols, N = w.rows, nt = tile_n(cfg);
+  const int64_t K = dense ? dense->cols : w.cols, N = dense ? dense->rows : w.rows, nt = tile_n(cfg);
   WeightTile tile;
   std::vector<ActRow> acts(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) load(rows[i], acts[i]);
   std::vector<float> acc(static_cast<size_t>(nt));
   for (int64_t n0 = 0; n0 < N; n0 += nt) {
-    decode_tile(w, scale_src, n0, nt, lut, cfg, tile);
+    if (dense != nullptr)
+      decode_tile(*dense, n0, nt, cfg, tile);
+    else
+      decode_tile(w, scale_src, n0, nt, lut, cfg, tile);
     for (size_t i = 0; i < rows.size(); ++i) {
       dot_tile(acts[i], tile, K, nt, cfg, acc.data());
       for (int64_t j = 0; j < nt && n0 + j < N; ++j) {
@@ -214,10 +234,12 @@ std::vector<float> cpu_gemm1(const Case& c, const RoutingDecision& route,
     };
     // The backend's w13 order only changes which half is computed first; columns stay semantic.
     const bool up_first = cfg.w13_order == W13Order::kUpGate;
+    const bool bf16 = c.recipe.quant.weights == WeightFormat::kBf16;
     for (int half = 0; half < 2; ++half) {
       const bool is_up = (half == 0) == up_first;
+      const Bf16Matrix* dense = bf16 ? (is_up ? &packed_src.bf16.up : &packed_src.bf16.gate) : nullptr;
       expert_matmul(by_expert[e], is_up ? packed_src.up : packed_src.gate,
-                    is_up ? scale_src.up : scale_src.gate, is_up ? alpha_up : alpha_gate, load,
+                    is_up ? scale_src.up : scale_src.gate, dense, is_up ? alpha_up : alpha_gate, load,
                     IndexProduct::kGemm1Out, 2 * I, is_up ? I : 0, cfg.bf16_after_gemm1, cfg, lut, out);
     }
   });
@@ -251,8 +273,9 @@ std::vector<float> cpu_gemm2(const Case& c, const RoutingDecision& route,
       load_act_row(fc2_input, fc2_input ? nullptr : activation.data() + r * I, r, I, IndexProduct::kFc2Input,
                    cfg, lut, a);
     };
-    expert_matmul(by_expert[e], packed_src.down, scale_src.down, alpha, load, IndexProduct::kGemm2Out, H, 0,
-                  cfg.bf16_after_gemm2, down_cfg, lut, out);
+    const Bf16Matrix* dense = c.recipe.quant.weights == WeightFormat::kBf16 ? &packed_src.bf16.down : nullptr;
+    expert_matmul(by_expert[e], packed_src.down, scale_src.down, dense, alpha, load, IndexProduct::kGemm2Out,
+                  H, 0, cfg.bf16_after_gemm2, down_cfg, lut, out);
   });
   return out;
 }

@@ -75,6 +75,7 @@ struct CpuDeviation {
   bool down_swizzle_tail_transposed = false;  // PAD: Z10 on w2 only (H rows not a multiple of 128)
   bool down_global_twice = false;             // GSCALE: w2's global dequant scale multiplied twice
   bool last_expert_neighbour_down = false;    // PERM: the last expert's w2 read from expert E-2
+  bool ragged_k_tile_dropped = false;         // SPEC-formats B7: bf16 GEMMs skip a ragged last 64-wide K tile
 };
 
 // Everything a stage needs to know, as plain data (derived once per run).

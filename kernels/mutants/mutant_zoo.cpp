@@ -12,6 +12,7 @@ void add_mutant_kernels(std::vector<KernelEntry>& out) {
   mutants::add_format_mutants(out);
   mutants::add_execution_mutants(out);
   mutants::add_index_overflow_mutants(out);
+  mutants::add_bf16_weight_mutants(out);
 }
 
 }  // namespace moefuzz

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "oracles/dense_dot.h"
 #include "oracles/exact_dot_device.h"
 #include "oracles/stages/gemm_bounds.h"
 
@@ -29,6 +30,25 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
       store(g1, er.slot, I + o, iu);
     }
   };
+  if (c.recipe.quant.weights == WeightFormat::kBf16) {
+    // W16A16: alpha is 1 (no scales); weight row o is widened once per row block.
+    const double floor = dense_gemm_floor(H);
+    std::vector<DenseRow> x(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j)
+      x[static_cast<size_t>(j)] = dense_row({in.bf16.data() + j * H, static_cast<size_t>(H)});
+    for (int64_t j0 = 0; j0 < n; j0 += kRowBlock) {
+      const int64_t j1 = std::min(n, j0 + kRowBlock);
+      for (int64_t o = 0; o < I; ++o) {
+        const std::vector<float> gw = bf16_row_to_float(W.bf16.gate.row(o)),
+                                 uw = bf16_row_to_float(W.bf16.up.row(o));
+        const DenseRow gr = dense_row(gw), ur = dense_row(uw);
+        for (int64_t j = j0; j < j1; ++j)
+          finish(j, o, w4a16_point_interval(dense_dot(x[static_cast<size_t>(j)], gr), sda1, gamma_h, floor),
+                 w4a16_point_interval(dense_dot(x[static_cast<size_t>(j)], ur), sda1, gamma_h, floor));
+      }
+    }
+    return out;
+  }
   if (w4a16) {
     const DecodedNvfp4 dg = DecodedNvfp4::from_matrix(W.gate), du = DecodedNvfp4::from_matrix(W.up);
     std::vector<uint8_t> x_big(static_cast<size_t>(n));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "oracles/dense_dot.h"
 #include "oracles/exact_dot_device.h"
 #include "oracles/stages/gemm_bounds.h"
 
@@ -22,6 +23,31 @@ void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const Expert
     y.lo[idx] = v.lo;
     y.hi[idx] = v.hi;
   };
+  if (c.recipe.quant.weights == WeightFormat::kBf16) {
+    // W16A16: the activation interval's centers and radii against bf16 weight row o, alpha 1.
+    const double floor = dense_gemm_floor(I);
+    const std::vector<float>&hc = in.fp32.center, &hr = in.fp32.radius;
+    std::vector<DenseRow> xc(static_cast<size_t>(n)), xr(static_cast<size_t>(n));
+    for (int64_t j = 0; j < n; ++j) {
+      xc[static_cast<size_t>(j)] = dense_row({hc.data() + j * I, static_cast<size_t>(I)});
+      xr[static_cast<size_t>(j)] = dense_row({hr.data() + j * I, static_cast<size_t>(I)});
+    }
+    for (int64_t j0 = 0; j0 < n; j0 += kRowBlock) {
+      const int64_t j1 = std::min(n, j0 + kRowBlock);
+      for (int64_t o = 0; o < H; ++o) {
+        const std::vector<float> dw = bf16_row_to_float(W.bf16.down.row(o));
+        const DenseRow dr = dense_row(dw);
+        for (int64_t j = j0; j < j1; ++j)
+          finish(
+              j, o,
+              h.nan[static_cast<size_t>(j)]
+                  ? Interval{kNaN, kNaN}
+                  : w4a16_radius_interval(dense_dot(xc[static_cast<size_t>(j)], dr),
+                                          dense_dot(xr[static_cast<size_t>(j)], dr), sda2, gamma_i, floor));
+      }
+    }
+    return;
+  }
   if (w4a16) {
     const DecodedNvfp4 dd = DecodedNvfp4::from_matrix(W.down);
     const std::vector<float>&hc = in.fp32.center, &hr = in.fp32.radius;

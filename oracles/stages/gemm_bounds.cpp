@@ -37,6 +37,10 @@ double gemm_floor(int64_t k, double sda, double sdw) {
          (1 + kMaxOperand * std::fabs(sdw));
 }
 
+double dense_gemm_floor(int64_t k) {
+  return static_cast<double>(2 * k + kGemmExtraRoundings) * kUnderflowFloor;
+}
+
 bool fp32_may_overflow(double abs_sum, double alpha, double v, double b) {
   const double a = std::max(1.0, std::fabs(alpha));
   return a >= kFoldingWatch || abs_sum * a >= kFoldingWatch || std::fabs(v) + b >= kFp32Max;

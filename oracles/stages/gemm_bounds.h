@@ -34,6 +34,11 @@ inline constexpr double kMaxOperand = 6.0 * 448.0;
 // at most kMaxOperand * S_d.
 double gemm_floor(int64_t k, double sda, double sdw);
 
+// The underflow floor of one element of a bf16-weight GEMM (W16A16): each of the K products of fp32
+// operands may underflow (or be flushed to zero) and each of the K - 1 additions and the extra
+// roundings may lose up to 2^-126 (FTZ); no scale multiplies the lost amounts.
+double dense_gemm_floor(int64_t k);
+
 // True where a correct fp32 kernel may overflow to Inf/NaN (see gemm_bounds.cpp for the allowance).
 bool fp32_may_overflow(double abs_sum, double alpha, double v, double b);
 

@@ -207,6 +207,20 @@ void draw_value_corner(CaseRecipe& r) {
   r.edits.push_back(std::move(e));
 }
 
+// bf16 weights (W16A16, SPEC-formats.md §2) for one bf16-activation case in two. Drawn last, so every
+// earlier field of a seed's case stays as it was. A value corner's global-scale edit becomes the same
+// value written into that expert's first bf16 weight (a subnormal-making or overflowing weight).
+void draw_weight_format(CaseRecipe& r) {
+  if (r.quant.activations != ActivationFormat::kBf16 || !*one_of<bool>({false, true})) return;
+  r.quant.weights = WeightFormat::kBf16;
+  r.quant.gate_up_scale_ratio = 1.0;
+  for (Edit& e : r.edits) {
+    if (e.tensor != "gate.global" && e.tensor != "down.global") continue;
+    e.tensor = e.tensor == "gate.global" ? "gate.w" : "down.w";
+    e.index = {e.index.at(0), 0, 0};
+  }
+}
+
 }  // namespace
 
 rc::Gen<CaseRecipe> recipe(ShapeClass shapes) {
@@ -228,7 +242,8 @@ rc::Gen<CaseRecipe> recipe(ShapeClass shapes) {
     // H/I, one case in 16 at full size: drawn last, so every earlier field of a seed's case stays as
     // it was; inRange grows with the size and shrinks toward 0, so tiny and shrunk cases stay narrow.
     if (small && *rc::gen::inRange(0, 16) == 15) widen_experts(r, *one_of<int64_t>({384, 512, 1280}));
-    draw_value_corner(r);  // last too, for the same reason
+    draw_value_corner(r);   // last too, for the same reason
+    draw_weight_format(r);  // and after it (it rewrites the corner's edit)
     return r;
   });
 }
@@ -246,12 +261,14 @@ const ModelShape& model_named(std::string_view name) {
   return *it;
 }
 
-// The largest case model `m` draws with `experts` routed experts: the most tokens, and each
-// quantization choice that changes the tensors' sizes (activation format, act-scale mode).
-int64_t largest_draw_bytes(const ModelShape& m, int64_t experts) {
+// The largest case model `m` draws with `experts` routed experts and weights of format `w`: the
+// most tokens, and each quantization choice that changes the tensors' sizes (activation format,
+// act-scale mode; bf16 weights come with bf16 activations only).
+int64_t largest_draw_bytes(const ModelShape& m, int64_t experts, WeightFormat w) {
   int64_t largest = 0;
   for (ActivationFormat a : {ActivationFormat::kNvfp4, ActivationFormat::kBf16})
     for (ActScaleMode s : {ActScaleMode::kGlobal, ActScaleMode::kPerExpert}) {
+      if (w == WeightFormat::kBf16 && a != ActivationFormat::kBf16) continue;
       CaseRecipe r;
       r.shape = m.shape;
       r.shape.tokens = kModelMaxTokens;
@@ -259,6 +276,7 @@ int64_t largest_draw_bytes(const ModelShape& m, int64_t experts) {
       r.routing.mode = m.mode;
       r.quant.activations = a;
       r.quant.act_scales = s;
+      r.quant.weights = w;
       largest = std::max(largest, estimate_case_bytes(r));
     }
   return largest;
@@ -266,7 +284,7 @@ int64_t largest_draw_bytes(const ModelShape& m, int64_t experts) {
 
 }  // namespace
 
-int64_t model_routed_experts(std::string_view name, int64_t max_case_bytes) {
+int64_t model_routed_experts(std::string_view name, int64_t max_case_bytes, WeightFormat weights) {
   const ModelShape& m = model_named(name);
   int64_t experts = m.shape.experts;
   // Halving keeps every group equally sized (n_group divides the count while the groups hold an even
@@ -276,14 +294,16 @@ int64_t model_routed_experts(std::string_view name, int64_t max_case_bytes) {
     return e % 2 == 0 && half % m.shape.n_group == 0 && half >= m.shape.top_k &&
            per_group * m.shape.topk_group >= m.shape.top_k;
   };
-  while (largest_draw_bytes(m, experts) > max_case_bytes && can_halve(experts)) experts /= 2;
+  while (largest_draw_bytes(m, experts, weights) > max_case_bytes && can_halve(experts)) experts /= 2;
   return experts;
 }
 
 rc::Gen<CaseRecipe> model(std::string_view name, int64_t max_case_bytes) {
   ModelShape m = model_named(name);
   m.shape.experts = model_routed_experts(name, max_case_bytes);
-  return rc::gen::exec([m] {
+  // bf16 weights are 3.6x the NVFP4 bytes: their cases may need fewer experts under the same budget.
+  const int64_t bf16_experts = model_routed_experts(name, max_case_bytes, WeightFormat::kBf16);
+  return rc::gen::exec([m, bf16_experts] {
     CaseRecipe r;
     draw_semantics(r);
     r.shape = m.shape;
@@ -302,6 +322,8 @@ rc::Gen<CaseRecipe> model(std::string_view name, int64_t max_case_bytes) {
     // DeepSeek-V3's noaux_tc routing always adds e_score_correction_bias (SPEC.md §2.1).
     if (m.mode == RoutingMode::kSigmoidGrouped) r.routing.correction_bias = true;
     if (m.mode == RoutingMode::kHash) r.values.table = TableProfile::kDuplicates;
+    draw_weight_format(r);  // last: every earlier field stays
+    if (r.quant.weights == WeightFormat::kBf16) r.shape.experts = bf16_experts;
     return r;
   });
 }

@@ -37,8 +37,10 @@ rc::Gen<CaseRecipe> model(std::string_view name,
 // The routed experts model `name` is drawn with under `max_case_bytes`: the model's own count when its
 // largest draw fits, else the largest count that halving it reaches (keeping every group and top_k
 // satisfiable) that fits; the smallest such count when none does (the campaign then refuses the case
-// with its size). Throws InputError for unknown names.
-int64_t model_routed_experts(std::string_view name, int64_t max_case_bytes);
+// with its size). `weights`: the weight format the count is for (bf16 weights are larger). Throws
+// InputError for unknown names.
+int64_t model_routed_experts(std::string_view name, int64_t max_case_bytes,
+                             WeightFormat weights = WeightFormat::kNvfp4);
 // The real model whose layer shape `shape` is (any token count): "deepseek-v3", or with fewer routed
 // experts (model() under a memory cap) "deepseek-v3 (128 of 256 routed experts)"; "" when none.
 std::string model_of(const Shape& shape);

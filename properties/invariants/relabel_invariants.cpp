@@ -156,7 +156,10 @@ Invariant make_gscale_invariant() {
   inv.code = "GSCALE";
   inv.description =
       "block scales x 2^k with global scale / 2^k leaves the output unchanged (per half, per expert)";
-  inv.applies = [](const Kernel&, const CaseRecipe&) { return std::string(); };
+  inv.applies = [](const Kernel&, const CaseRecipe& r) {
+    return r.quant.weights == WeightFormat::kNvfp4 ? std::string()
+                                                   : std::string("bf16 weights: no block or global scales");
+  };
   inv.check = [](CheckContext& ctx) -> Verdict {
     const Case& c = ctx.base_case();
     const int64_t T = c.recipe.shape.tokens, H = c.recipe.shape.hidden;

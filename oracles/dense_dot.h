@@ -1,0 +1,43 @@
+#pragma once
+// Certified dots of fp32 operand rows, for layers whose weights are plain bf16 (W16A16,
+// SPEC-formats.md §2). A bf16 weight has 8 significant bits and an activation (a bf16 value, or the
+// fp32 center of an interval) at most 24, so every product is exact in double (32 bits; the exponent
+// range of two fp32 operands, 2^-298 .. 2^256, is inside double's). The sum is accumulated in double
+// and certified exactly as w4a16_dot's (oracles/exact_dot.h): `exact` when every product is a
+// multiple of 2^q and sum |products| < 2^(53+q), so no partial sum in any order was rounded;
+// otherwise `error_bound` bounds the double rounding error, and callers add it to their bound.
+//
+// q comes from each row's coarsest grid (DenseRow::grid_exp, the smallest exponent e such that every
+// nonzero finite element is a multiple of 2^e): q = grid_exp(x) + grid_exp(w) is at most every
+// product's own grid exponent, so the test is conservative, and each row is scanned once.
+//
+// Example:
+//   std::vector<float> w = moefuzz::bf16_row_to_float(c.experts[e].bf16.gate.row(o));
+//   moefuzz::DenseRow wr = moefuzz::dense_row(w), xr = moefuzz::dense_row(x);
+//   moefuzz::W4A16Dot d = moefuzz::dense_dot(xr, wr);   // d.value, d.abs_value, d.error_bound
+#include <climits>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "oracles/exact_dot.h"
+
+namespace moefuzz {
+
+struct DenseRow {
+  std::span<const float> values;
+  int grid_exp = INT_MAX;  // INT_MAX: no nonzero finite element
+};
+// Scans the row once for its grid exponent.
+DenseRow dense_row(std::span<const float> values);
+// A bf16 row widened to fp32 (exact).
+std::vector<float> bf16_row_to_float(std::span<const uint16_t> bits);
+
+// sum_i x_i w_i, certified (same length; throws InputError otherwise). Non-finite operands give a
+// non-finite value (callers leave such elements to FINITE).
+W4A16Dot dense_dot(const DenseRow& x, const DenseRow& w);
+// The portable loop dense_dot is tested against (same value up to summation order, same certificate
+// when exact).
+W4A16Dot dense_dot_scalar(const DenseRow& x, const DenseRow& w);
+
+}  // namespace moefuzz
