@@ -20,6 +20,7 @@ Profile sglang_triton() {
   p.tie_rule = TieRule::kLowerIndexWins;
   p.bf16_after_gemm1 = true;
   p.bf16_after_activation = true;
+  p.silu_may_round_bf16 = true;
   p.bf16_after_gemm2 = true;
   p.bf16_output = true;
   p.quantizer = QuantizerVariant::kFastMath;
@@ -44,6 +45,10 @@ Profile sglang_triton() {
       "sgl-kernel/CMakeLists.txt sm90 build uses -use_fast_math [SPEC 1.5 FTZ, 2.1]",
       "quantizer fast-math + zero test on sfd: sgl-project/sglang sgl-kernel/csrc/gemm/nvfp4_quant.cuh "
       "(inline rcp.approx.ftz; outScale = sfd != 0 ? .. : 0) [SPEC 1.5]",
+      "silu_may_round_bf16: sgl-project/sglang python/sglang/srt/layers/moe/fused_moe_triton/fused_moe.py "
+      "fused_experts_impl (filter_expert, set under expert parallelism: act_and_mul_triton, whose kernel in "
+      "fused_moe_triton_kernels.py casts silu(g) to the input dtype before the multiply; otherwise "
+      "sgl_kernel silu_and_mul, one rounding) [SPEC-formats 2.2]",
       "combine bf16(acc*w) in GEMM2 epilogue + fp32 moe_sum_reduce: sgl-project/sglang "
       "python/sglang/srt/layers/moe/moe_runner/triton.py, sgl-kernel/csrc/moe/moe_sum_reduce.cu [SPEC 3.6]",
       "shared expert weight 1/rsf: sgl-project/sglang python/sglang/srt/layers/moe/topk.py (fused shared "

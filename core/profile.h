@@ -57,6 +57,11 @@ struct Profile {
   // Rounding points (true = the value is rounded to bf16 there).
   bool bf16_after_gemm1 = true;
   bool bf16_after_activation = true;  // SiLU*mul result rounded to bf16 before FC2 quantization
+  // silu(gate) MAY be rounded to bf16 before it multiplies up: h = bf16(bf16(silu(g)) * u). Admits both
+  // forms (the oracle widens the activation by that rounding), for backends whose path depends on
+  // deployment flags (SGLang's Triton runner: sgl_kernel silu_and_mul rounds once, act_and_mul_triton
+  // under expert parallelism twice; SPEC-formats.md §2.2).
+  bool silu_may_round_bf16 = false;
   bool bf16_after_gemm2 = true;
   bool bf16_output = true;
   QuantizerVariant quantizer = QuantizerVariant::kFastMath;

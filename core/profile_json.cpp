@@ -17,6 +17,7 @@ nlohmann::json profile_json(const Profile& p) {
       {"tie_rule", p.tie_rule == TieRule::kLowerIndexWins ? "lower_index_wins" : "unspecified"},
       {"bf16_after_gemm1", p.bf16_after_gemm1},
       {"bf16_after_activation", p.bf16_after_activation},
+      {"silu_may_round_bf16", p.silu_may_round_bf16},
       {"bf16_after_gemm2", p.bf16_after_gemm2},
       {"bf16_output", p.bf16_output},
       {"quantizer", quantizer[static_cast<int>(p.quantizer)]},

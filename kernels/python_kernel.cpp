@@ -7,6 +7,9 @@
 #include <mutex>
 #include <regex>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "core/errors.h"
 #include "core/profile.h"
 #include "core/profile_json.h"
@@ -53,6 +56,7 @@ json config_of(const CaseRecipe& r, const Profile* profile, const std::string& c
       {"rsf_in_topk", rsf_in_topk},
       {"shared_fusion", name_of(r.routing.shared_fusion)},
       {"act_format", name_of(r.quant.activations)},
+      {"weight_format", name_of(r.quant.weights)},
       {"act_scales", name_of(r.quant.act_scales)},
       {"swiglu_limit", finite_or_null(r.swiglu.limit)},
       {"swiglu_alpha", r.swiglu.alpha},
@@ -84,13 +88,19 @@ std::string inputs_key(const Case& c) {
 std::string weights_key(const Case& c) {
   WordHash a(3), b(4);
   for (WordHash* h : {&a, &b})
-    for (const ExpertWeights& e : c.experts)
+    for (const ExpertWeights& e : c.experts) {
       for (const Nvfp4Matrix* m : {&e.gate, &e.up, &e.down}) {
         h->add(m->packed), h->add(m->scales);
         const std::vector<int64_t> dims = {m->rows, m->cols};
         h->add(dims);
         h->add_bytes(&m->global_dequant, sizeof m->global_dequant);
       }
+      for (const Bf16Matrix* m : {&e.bf16.gate, &e.bf16.up, &e.bf16.down}) {
+        h->add(m->bits);
+        const std::vector<int64_t> dims = {m->rows, m->cols};
+        h->add(dims);
+      }
+    }
   return hex128(a, b);
 }
 
@@ -111,11 +121,27 @@ WorkerMessage inputs_message(const Case& c, const std::string& key) {
   return m;
 }
 
-// Stacked semantic weights: codes [E+S, N, K/2], scales [E+S, N, K/16], global_dequant [E+S].
+// Stacked semantic weights: codes [E+S, N, K/2], scales [E+S, N, K/16], global_dequant [E+S]; bf16
+// weights (weight_format bf16) as one bf16 tensor [E+S, N, K] per projection.
 WorkerMessage weights_message(const Case& c, const std::string& key) {
   WorkerMessage m;
   m.header = {{"op", "put"}, {"kind", "weights"}, {"key", key}};
   const int64_t n = static_cast<int64_t>(c.experts.size());
+  if (c.recipe.quant.weights == WeightFormat::kBf16) {
+    const auto stack_bf16 = [&](const char* name, auto pick) {
+      if (n == 0) return;
+      const Bf16Matrix& first = pick(c.experts[0]);
+      std::vector<uint16_t> bits;
+      bits.reserve(static_cast<size_t>(n * first.rows * first.cols));
+      for (const ExpertWeights& e : c.experts)
+        bits.insert(bits.end(), pick(e).bits.begin(), pick(e).bits.end());
+      m.add_tensor(name, "bf16", {n, first.rows, first.cols}, bits);
+    };
+    stack_bf16("w_gate", [](const ExpertWeights& e) -> const Bf16Matrix& { return e.bf16.gate; });
+    stack_bf16("w_up", [](const ExpertWeights& e) -> const Bf16Matrix& { return e.bf16.up; });
+    stack_bf16("w_down", [](const ExpertWeights& e) -> const Bf16Matrix& { return e.bf16.down; });
+    return m;
+  }
   const auto stack = [&](const char* name, auto pick) {
     if (n == 0) return;
     const Nvfp4Matrix& first = pick(c.experts[0]);
@@ -147,6 +173,7 @@ struct PythonKernelInfo {
   bool layer = false, has_supports = false;
   std::vector<Stage> stages;
   std::vector<std::string> expected_killers;  // a Python mutant's declared killers
+  std::vector<std::string> weight_formats;    // the weight formats its stages / layer read (default nvfp4)
   bool implements(Stage s) const { return std::find(stages.begin(), stages.end(), s) != stages.end(); }
   bool needs_weights() const { return layer || implements(Stage::kGemm1) || implements(Stage::kGemm2); }
 };
@@ -206,6 +233,12 @@ class PythonKernel : public Kernel {
 
   std::string supports(const CaseRecipe& recipe) const override {
     if (std::string why = validate(recipe); !why.empty()) return why;
+    const std::string format(name_of(recipe.quant.weights));
+    if (info_.needs_weights() && std::find(info_.weight_formats.begin(), info_.weight_formats.end(),
+                                           format) == info_.weight_formats.end())
+      return "python: the kernel reads " + format + " weights only if it lists \"" + format +
+             "\" in weight_formats (it lists: " + fmt::format("{}", fmt::join(info_.weight_formats, ", ")) +
+             ")";
     if (!info_.layer) {
       if (std::string why = cpu::cpu_supports(recipe); !why.empty()) return "CPU stages: " + why;
     }
@@ -349,6 +382,7 @@ class PythonKernel : public Kernel {
       info.claims.tactics = k.value("tactics", 1);
       info.has_supports = k.value("supports", false);
       info.expected_killers = k.value("expected_killers", std::vector<std::string>{});
+      info.weight_formats = k.value("weight_formats", std::vector<std::string>{"nvfp4"});
       for (const json& s : k.at("stages")) {
         const std::string n = s.get<std::string>();
         if (n == "layer") {

@@ -6,6 +6,7 @@ quantization, activation and combine. Each expanded row r (token r // slots) mul
     W4A4:  out = fl(alpha * acc),  alpha = fl(fl(1 / S_q(act)) * S_d(weight)),
            acc = sum over 16-blocks of sf_a * sf_w * sum(e2m1(a) * e2m1(w))   (exact terms, SPEC.md 3.2)
     W4A16: out = fl(alpha * acc),  alpha = S_d(weight),  acc = sum of bf16(x) * e2m1(w) * sf_w
+    bf16 weights (case.weight_format == "bf16", W16A16): out = acc = sum of bf16(x) * bf16(w)
 then rounded to bf16 where the contract says. The sums are taken in float64 and rounded once to fp32: closer to
 the exact value than an fp32 accumulation, which the contract's bound allows.
 """
@@ -33,26 +34,32 @@ def _act_dequant(scale_vec, expert):
 class NumpyGemm:
     name = "numpy-gemm"
     profile = "sglang-cutlass-fp4"
-    description = "numpy grouped GEMM1 / GEMM2 on decoded NVFP4 operands, float64 sums"
+    description = "numpy grouped GEMM1 / GEMM2 on decoded NVFP4 or bf16 weights, float64 sums"
     tensors = "numpy"
+    weight_formats = ("nvfp4", "bf16")
 
     def _matmul(self, case, topk_ids, a_codes, a_scales, weights, act_scale, bf16_after):
         """weights: [(NvFp4Weights, column offset)]; returns [R, N_total] float32."""
         ids = np.asarray(topk_ids).reshape(-1)
         w4a4 = a_scales is not None
         a = _decode_rows(a_codes, a_scales) if w4a4 else np.asarray(a_codes, dtype=np.float64)
-        n_total = sum(w.codes.shape[1] for w, _ in weights)
+        bf16_weights = case.weight_format == "bf16"  # weights are then float32 arrays [E+S, N, K]
+        n_total = sum((w.shape[1] if bf16_weights else w.codes.shape[1]) for w, _ in weights)
         out = np.zeros((ids.shape[0], n_total), dtype=f32)
         with np.errstate(over="ignore", invalid="ignore"):
             for e in np.unique(ids):
                 rows = np.nonzero(ids == e)[0]
                 a_d = _act_dequant(act_scale, e) if w4a4 else f32(1)
                 for w, col in weights:
-                    wd = _decode_rows(w.codes[e], w.scales[e])  # [N, K]
-                    acc = (a[rows] @ wd.T).astype(f32)
-                    alpha = f32(a_d * f32(w.global_dequant[e]))
-                    y = (alpha * acc).astype(f32)
-                    out[np.ix_(rows, np.arange(col, col + w.codes.shape[1]))] = y
+                    if bf16_weights:
+                        wd = np.asarray(w[e], dtype=np.float64)  # [N, K], exact
+                        y = (a[rows] @ wd.T).astype(f32)
+                    else:
+                        wd = _decode_rows(w.codes[e], w.scales[e])  # [N, K]
+                        acc = (a[rows] @ wd.T).astype(f32)
+                        alpha = f32(a_d * f32(w.global_dequant[e]))
+                        y = (alpha * acc).astype(f32)
+                    out[np.ix_(rows, np.arange(col, col + wd.shape[0]))] = y
         return formats.round_to_bf16(out) if bf16_after else out
 
     def gemm1(self, case, topk_ids, a_codes, a_scales):

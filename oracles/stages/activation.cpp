@@ -1,5 +1,8 @@
 #include "oracles/stages/activation.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace moefuzz::stages {
 
 ActivationRows activation(const Profile& p, const Swiglu& sw, const ExpertRows& rows, const Gemm1Rows& g,
@@ -17,6 +20,15 @@ ActivationRows activation(const Profile& p, const Swiglu& sw, const ExpertRows& 
     for (int64_t o = 0; o < I; ++o) {
       const size_t gi = static_cast<size_t>(j * I + o);
       Interval x = swiglu_kernel_interval(g.gate[gi], g.up[gi], sw);
+      if (!is_nan(x) && p.silu_may_round_bf16) {
+        // bf16(silu(g)) is within 2^-8 of silu(g) relative (plus the subnormal floor, flushes
+        // included), and |silu(g) * v| <= max|x|: widen by that much times |v| <= max|up| + |beta|.
+        const Interval& u = g.up[gi];
+        const double v = std::max(std::fabs(u.lo), std::fabs(u.hi)) + std::fabs(sw.beta);
+        const double w =
+            kBf16Unit * std::max(std::fabs(x.lo), std::fabs(x.hi)) * (1 + kBf16Unit) + kUnderflowFloor * v;
+        x = {x.lo - w, x.hi + w};
+      }
       if (!is_nan(x) && p.bf16_after_activation) x = round_to_bf16(x);
       if (er.slot >= 0) store(act, er.slot, o, x);
       nan |= is_nan(x);

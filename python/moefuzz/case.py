@@ -62,7 +62,7 @@ class TensorConverter:
 _CONFIG_FIELDS = (
     "profile", "recipe_profile", "tokens", "hidden", "inter", "experts", "top_k", "n_group", "topk_group",
     "shared_experts", "slots", "hash_vocab", "routing_mode", "hash_score", "renormalize", "correction_bias",
-    "routed_scaling_factor", "routed_scaling_factor_f32", "rsf_in_topk", "shared_fusion", "act_format",
+    "routed_scaling_factor", "routed_scaling_factor_f32", "rsf_in_topk", "shared_fusion", "act_format", "weight_format",
     "act_scales", "swiglu_limit", "swiglu_alpha", "swiglu_beta", "tactic", "contract",
 )
 
@@ -79,7 +79,9 @@ class Case:
     the flag correction_bias is set), token_ids [T] int32 or None,
     hash_table [vocab, k] int32 or None, a1_scale / a2_scale float32 [1] or [E+S] (activation global
     QUANTIZATION scales S_q). Weights (semantic, routed experts 0..E-1 then shared E..E+S-1): w_gate, w_up
-    [E+S, I, H] and w_down [E+S, H, I] as NvFp4Weights. `device` is where torch tensors live.
+    [E+S, I, H] and w_down [E+S, H, I] as NvFp4Weights, or, when weight_format is "bf16" (a kernel that lists
+    "bf16" in its weight_formats), as bf16 tensors of those shapes (torch.bfloat16, or float32 values in numpy).
+    `device` is where torch tensors live.
     """
 
     def __init__(self, config: dict, inputs: dict, weights: dict, convert: TensorConverter, hidden_bits=None):
@@ -104,6 +106,8 @@ class Case:
             if proj + ".codes" in weights:
                 setattr(self, proj, NvFp4Weights(get(weights, proj + ".codes"), get(weights, proj + ".scales"),
                                                  get(weights, proj + ".global_dequant")))
+            elif proj in weights:
+                setattr(self, proj, get(weights, proj))
 
     @property
     def total_experts(self) -> int:

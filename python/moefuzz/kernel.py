@@ -18,9 +18,12 @@ class KernelSpecError(Exception):
     """The object does not describe a usable kernel (bad input: moefuzz exits 2)."""
 
 
+WEIGHT_FORMATS = ("nvfp4", "bf16")
+
+
 def kernel(profile: str, *, name: str | None = None, description: str = "", tensors: str = "torch",
            device: str | None = None, deterministic: bool = True, batch_invariant: bool = True, tactics: int = 1,
-           supports=None):
+           supports=None, weight_formats=("nvfp4",)):
     """Marks a function as a whole-layer kernel: fn(case) -> (output [T,H], topk_ids [T,slots], topk_weights)."""
 
     def wrap(fn):
@@ -32,6 +35,7 @@ def kernel(profile: str, *, name: str | None = None, description: str = "", tens
         fn.deterministic = deterministic
         fn.batch_invariant = batch_invariant
         fn.tactics = tactics
+        fn.weight_formats = tuple(weight_formats)
         if supports is not None:
             fn.supports = supports
         return fn
@@ -99,6 +103,9 @@ def describe_kernel(obj, default_name: str):
     tactics = getattr(obj, "tactics", 1)
     if not isinstance(tactics, int) or not 1 <= tactics <= 64:
         raise KernelSpecError(f"tactics = {tactics!r}, expected an integer in 1..64")
+    weight_formats = getattr(obj, "weight_formats", ("nvfp4",))
+    if isinstance(weight_formats, str) or not all(f in WEIGHT_FORMATS for f in weight_formats) or not weight_formats:
+        raise KernelSpecError(f"weight_formats = {weight_formats!r}, expected a non-empty list of {WEIGHT_FORMATS}")
     name = getattr(obj, "name", None)
     if not isinstance(name, str) or not name:
         name = getattr(obj, "__name__", None) or default_name
@@ -117,5 +124,6 @@ def describe_kernel(obj, default_name: str):
         "supports": callable(getattr(holder, "supports", None)),
         "stages": ["layer"] if has_layer else stages,
         "expected_killers": [str(k) for k in getattr(obj, "expected_killers", ())],
+        "weight_formats": list(weight_formats),
     }
     return holder, desc

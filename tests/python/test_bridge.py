@@ -50,3 +50,31 @@ def test_weights_cross_once_per_content(moefuzz, tmp_path):
     assert len(gemm_calls) >= 3 * r.summary["cases"], lines
     assert len(puts) == r.summary["cases"], puts
     assert len({p[3] for p in puts}) == len(puts)  # never the same content twice
+
+
+def test_bf16_weights_reach_a_kernel_that_lists_them(moefuzz, tmp_path):
+    # numpy_gemm lists weight_formats ("nvfp4", "bf16"): on bf16-weight cases it receives w_gate / w_up / w_down
+    # as [E+S, N, K] arrays and must pass the oracle; numpy_stages reads no weights and runs on every case.
+    r = moefuzz("check", "--kernel", "py:examples.python.numpy_gemm:gemm", "--cases", 80, "--seed", 5,
+                "--invariants", "ORACLE", "--out", tmp_path / "out")
+    assert r.rc == 0, r.out
+    oracle = r.summary["invariants"]["ORACLE"]
+    assert oracle["pass"] >= 60, oracle
+    bf16 = [f for f in (tmp_path / "out").rglob("*.moefuzz")]
+    assert not bf16, bf16  # no findings written
+
+
+def test_kernel_without_bf16_declines_bf16_weights(moefuzz, tmp_path):
+    recipe = tmp_path / "bf16.moefuzz"
+    recipe.write_text("MOEFUZZ v1\nseed = 3\ntokens = 4\nhidden = 64\ninter = 32\nexperts = 4\ntop_k = 2\n"
+                      "activations = bf16\nweight_format = bf16\n")
+    ok = moefuzz("replay", recipe, "--kernel", "py:examples.python.numpy_gemm:gemm")
+    assert ok.rc == 0, ok.out
+    # The same GEMM kernel listing only NVFP4 weights: declined with the reason, never a finding.
+    (tmp_path / "nvfp4_only_gemm.py").write_text(
+        "from examples.python.numpy_gemm import NumpyGemm\n\n"
+        "class Nvfp4Only(NumpyGemm):\n    weight_formats = ('nvfp4',)\n\n\ngemm = Nvfp4Only()\n")
+    declined = moefuzz("replay", recipe, "--kernel", "py:nvfp4_only_gemm:gemm",
+                       env={"PYTHONPATH": f"{tmp_path}:{Path(__file__).resolve().parents[2]}"})
+    assert declined.rc != 1, declined.out
+    assert "weight_formats" in declined.out, declined.out
