@@ -159,13 +159,45 @@ __attribute__((target("avx2"))) inline int64_t lanes_to_int(__m256d v) {
   return static_cast<int64_t>(_mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s))));
 }
 
-// NA activation rows against one weight row. Per block the weight's 128 bytes are decoded once into
-// a 2 KB buffer (values and magnitudes); each row then costs one FMA per 4 products for the signed
-// sum and one for the magnitudes. A accumulators per sum and row keep >= 8 FMA chains in flight.
-template <int NA>
-__attribute__((target("avx2,fma,f16c"))) void fp8_block_dot_rows_avx2(const DecodedFp8& a, int64_t ra,
+// Block sums of NR (1..4) activation rows against one decoded weight block (wv values, wav
+// magnitudes): one FMA per 4 products for the signed sum and one for the magnitudes (|a| by a mask,
+// so each row costs one load per 4 products). A accumulators per sum and row keep >= 8 FMA chains.
+template <int NR>
+__attribute__((target("avx2,fma"), always_inline)) inline void row_group(const double* const* av, int64_t off,
+                                                                         const double* wv, const double* wav,
+                                                                         int64_t b, Fp8BlockDot* out) {
+  constexpr int A = NR >= 4 ? 1 : (NR == 1 ? 4 : 2);
+  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFF));
+  __m256d acc[NR][A], acc_abs[NR][A];
+  for (int r = 0; r < NR; ++r)
+    for (int q = 0; q < A; ++q) acc[r][q] = acc_abs[r][q] = _mm256_setzero_pd();
+  for (int k = 0; k < kFp8DotBlock; k += 4 * A) {
+#pragma GCC unroll 4
+    for (int q = 0; q < A; ++q) {
+      const __m256d x = _mm256_load_pd(wv + k + 4 * q), xa = _mm256_load_pd(wav + k + 4 * q);
+#pragma GCC unroll 4
+      for (int r = 0; r < NR; ++r) {
+        const __m256d y = _mm256_loadu_pd(av[r] + off + k + 4 * q);
+        acc[r][q] = _mm256_fmadd_pd(y, x, acc[r][q]);
+        acc_abs[r][q] = _mm256_fmadd_pd(_mm256_and_pd(y, abs_mask), xa, acc_abs[r][q]);
+      }
+    }
+  }
+  for (int r = 0; r < NR; ++r) {
+    __m256d s = acc[r][0], m = acc_abs[r][0];
+    for (int q = 1; q < A; ++q) {
+      s = _mm256_add_pd(s, acc[r][q]);
+      m = _mm256_add_pd(m, acc_abs[r][q]);
+    }
+    out[r].sum[static_cast<size_t>(b)] = lanes_to_int(s);
+    out[r].abs_sum[static_cast<size_t>(b)] = lanes_to_int(m);
+  }
+}
+
+// na activation rows against one weight row: each 128-byte weight block is decoded once into a 2 KB
+// buffer (values and magnitudes) and then read by every row, four rows at a time.
+__attribute__((target("avx2,fma,f16c"))) void fp8_block_dot_rows_avx2(const DecodedFp8& a, int64_t ra, int na,
                                                                       Fp8Row w, Fp8BlockDot* out) {
-  constexpr int A = NA >= 4 ? 1 : (NA == 1 ? 4 : 2);
   const int64_t blocks = a.blocks();
   const int64_t full = w.cols / kFp8DotBlock;  // blocks whose bytes are all inside the row
   alignas(32) double wv[kFp8DotBlock], wav[kFp8DotBlock];
@@ -173,12 +205,6 @@ __attribute__((target("avx2,fma,f16c"))) void fp8_block_dot_rows_avx2(const Deco
   if (full < blocks)  // last partial block: zero-padded copy (zero codes add nothing)
     std::memcpy(tail, w.codes + full * kFp8DotBlock, static_cast<size_t>(w.cols - full * kFp8DotBlock));
   __m256i nan = _mm256_setzero_si256();
-  const double* av[NA];
-  const double* aav[NA];
-  for (int r = 0; r < NA; ++r) {
-    av[r] = a.value_row(ra + r);
-    aav[r] = a.abs_value_row(ra + r);
-  }
   for (int64_t b = 0; b < blocks; ++b) {
     const uint8_t* wb = b < full ? w.codes + b * kFp8DotBlock : tail;
     for (int c = 0; c < kFp8DotBlock / 16; ++c) {
@@ -189,33 +215,29 @@ __attribute__((target("avx2,fma,f16c"))) void fp8_block_dot_rows_avx2(const Deco
         _mm256_store_pd(wav + 16 * c + 4 * q, da[q]);
       }
     }
-    __m256d acc[NA][A], acc_abs[NA][A];
-#pragma GCC unroll 4
-    for (int r = 0; r < NA; ++r)
-      for (int q = 0; q < A; ++q) acc[r][q] = acc_abs[r][q] = _mm256_setzero_pd();
     const int64_t off = b * kFp8DotBlock;
-#pragma GCC unroll 4
-    for (int k = 0; k < kFp8DotBlock; k += 4) {
-      const __m256d x = _mm256_load_pd(wv + k), xa = _mm256_load_pd(wav + k);
-      const int q = (k / 4) % A;
-#pragma GCC unroll 4
-      for (int r = 0; r < NA; ++r) {
-        acc[r][q] = _mm256_fmadd_pd(_mm256_loadu_pd(av[r] + off + k), x, acc[r][q]);
-        acc_abs[r][q] = _mm256_fmadd_pd(_mm256_loadu_pd(aav[r] + off + k), xa, acc_abs[r][q]);
+    for (int r0 = 0; r0 < na; r0 += 4) {
+      const double* av[4];
+      const int n = std::min(4, na - r0);
+      for (int r = 0; r < n; ++r) av[r] = a.value_row(ra + r0 + r);
+      switch (n) {
+        case 1:
+          row_group<1>(av, off, wv, wav, b, out + r0);
+          break;
+        case 2:
+          row_group<2>(av, off, wv, wav, b, out + r0);
+          break;
+        case 3:
+          row_group<3>(av, off, wv, wav, b, out + r0);
+          break;
+        default:
+          row_group<4>(av, off, wv, wav, b, out + r0);
+          break;
       }
-    }
-    for (int r = 0; r < NA; ++r) {
-      __m256d s = acc[r][0], m = acc_abs[r][0];
-      for (int q = 1; q < A; ++q) {
-        s = _mm256_add_pd(s, acc[r][q]);
-        m = _mm256_add_pd(m, acc_abs[r][q]);
-      }
-      out[r].sum[static_cast<size_t>(b)] = lanes_to_int(s);
-      out[r].abs_sum[static_cast<size_t>(b)] = lanes_to_int(m);
     }
   }
   const bool wnan = !_mm256_testz_si256(nan, nan);
-  for (int r = 0; r < NA; ++r) out[r].nan = wnan || a.row_has_nan(ra + r);
+  for (int r = 0; r < na; ++r) out[r].nan = wnan || a.row_has_nan(ra + r);
 }
 
 }  // namespace
@@ -225,24 +247,8 @@ void fp8_block_dot_rows(const DecodedFp8& a, int64_t ra, int na, Fp8Row w, Fp8Bl
   check_rows(a, ra, na, w);
 #if defined(__x86_64__)
   if (cpu_has_fp8_dot_simd()) {
-    for (int r0 = 0; r0 < na; r0 += 4) {
-      const int n = std::min(4, na - r0);
-      for (int r = 0; r < n; ++r) prepare(out[r0 + r], a);
-      switch (n) {
-        case 1:
-          fp8_block_dot_rows_avx2<1>(a, ra + r0, w, out + r0);
-          break;
-        case 2:
-          fp8_block_dot_rows_avx2<2>(a, ra + r0, w, out + r0);
-          break;
-        case 3:
-          fp8_block_dot_rows_avx2<3>(a, ra + r0, w, out + r0);
-          break;
-        default:
-          fp8_block_dot_rows_avx2<4>(a, ra + r0, w, out + r0);
-          break;
-      }
-    }
+    for (int r = 0; r < na; ++r) prepare(out[r], a);
+    fp8_block_dot_rows_avx2(a, ra, na, w, out);
     return;
   }
 #endif

@@ -17,8 +17,8 @@
 //
 // Activation rows are decoded once (DecodedFp8: the codes, and the values as doubles n * 2^17 and
 // their magnitudes, rows padded to whole blocks). Weight rows are read as stored (Fp8Row: E4M3
-// bytes); each 128-byte block of a weight row is decoded once per call, for up to 4 activation rows
-// (fp8_block_dot_rows), by the fp16 trick: the E4M3 bits moved into an fp16 (sign to bit 15, the
+// bytes); each 128-byte block of a weight row is decoded once per call, for all the call's activation
+// rows (fp8_block_dot_rows, four at a time in registers), by the fp16 trick: the E4M3 bits moved into an fp16 (sign to bit 15, the
 // other seven bits shifted left by 7) are the E4M3 value times 2^-8 exactly, subnormals included
 // (both formats have the same subnormal structure), converted by F16C. Products n_a 2^17 x n_w 2^-17
 // are the integers n_a n_w, and every partial sum of a block is an integer below 2^43, so the FMA
@@ -99,8 +99,9 @@ struct Fp8BlockDot {
   }
 };
 
-// Rows ra .. ra+na-1 (na >= 1) of `a` against weight row `w` (same cols): out[0..na). Per-block sums
-// are resized to a.blocks() (no allocation when the outputs already have that size). The AVX2 loop
+// Rows ra .. ra+na-1 (na >= 1) of `a` against weight row `w` (same cols): out[0..na). The more rows
+// per call, the fewer times each weight block is decoded (docs/perf.md). Per-block sums are resized
+// to a.blocks() (no allocation when the outputs already have that size). The AVX2 loop
 // when the CPU has AVX2, FMA and F16C, else fp8_block_dot_rows_scalar; both exact, so identical.
 void fp8_block_dot_rows(const DecodedFp8& a, int64_t ra, int na, Fp8Row w, Fp8BlockDot* out);
 // The portable int64 loop (from the codes, not the decoded doubles): the reference.
