@@ -69,7 +69,6 @@ DecodedFp8::DecodedFp8(int64_t rows, int64_t cols)
   const size_t n = static_cast<size_t>(rows * blocks_ * kFp8DotBlock);
   code_.assign(n, 0);
   value_.assign(n, 0.0);
-  abs_value_.assign(n, 0.0);
   nan_.assign(static_cast<size_t>(rows), 0);
 }
 
@@ -94,7 +93,6 @@ void DecodedFp8::set_row(int64_t r, std::span<const uint8_t> codes) {
     const double v = std::ldexp(static_cast<double>(t.n[c]), 17);  // n * 2^17, exact
     code_[base + static_cast<size_t>(i)] = c;
     value_[base + static_cast<size_t>(i)] = v;
-    abs_value_[base + static_cast<size_t>(i)] = std::fabs(v);
   }
   nan_[static_cast<size_t>(r)] = nan ? 1 : 0;
 }

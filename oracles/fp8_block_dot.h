@@ -15,15 +15,16 @@
 // (oracles/fp8_block_gemm.h). A last partial block (K not a multiple of 128) is zero-padded: the
 // padding adds nothing.
 //
-// Activation rows are decoded once (DecodedFp8: the codes, and the values as doubles n * 2^17 and
-// their magnitudes, rows padded to whole blocks). Weight rows are read as stored (Fp8Row: E4M3
-// bytes); each 128-byte block of a weight row is decoded once per call, for all the call's activation
-// rows (fp8_block_dot_rows, four at a time in registers), by the fp16 trick: the E4M3 bits moved into an fp16 (sign to bit 15, the
-// other seven bits shifted left by 7) are the E4M3 value times 2^-8 exactly, subnormals included
-// (both formats have the same subnormal structure), converted by F16C. Products n_a 2^17 x n_w 2^-17
-// are the integers n_a n_w, and every partial sum of a block is an integer below 2^43, so the FMA
-// accumulation in double is exact in any order: the AVX2 loop (run-time dispatch) and the scalar
-// int64 loop give identical results. NaN codes (0x7F, 0xFF) decode to 0 and flag the dot.
+// Activation rows are decoded once (DecodedFp8: the codes, and the values as doubles n * 2^17,
+// rows padded to whole blocks). Weight rows are read as stored (Fp8Row: E4M3 bytes); each 128-byte
+// block of a weight row is decoded once per call, for all the call's activation rows
+// (fp8_block_dot_rows, four at a time in registers), by the fp16 trick: the E4M3 bits moved into an
+// fp16 (sign to bit 15, the other seven bits shifted left by 7) are the E4M3 value times 2^-8
+// exactly, subnormals included (both formats have the same subnormal structure), converted by F16C.
+// Products n_a 2^17 x n_w 2^-17 are the integers n_a n_w, and every partial sum of a block is an
+// integer below 2^43, so the FMA accumulation in double is exact in any order: the AVX2 loop
+// (run-time dispatch) and the scalar int64 loop give identical results. NaN codes (0x7F, 0xFF)
+// decode to 0 and flag the dot.
 //
 // Example:
 //   std::vector<uint8_t> act(4 * 7168), wt(7168);                 // E4M3 codes, row-major
@@ -64,12 +65,11 @@ class DecodedFp8 {
   const uint8_t* code_row(int64_t r) const { return code_.data() + r * blocks_ * kFp8DotBlock; }
   // n * 2^17 (n = value * 2^9, an integer); NaN codes give 0.
   const double* value_row(int64_t r) const { return value_.data() + r * blocks_ * kFp8DotBlock; }
-  const double* abs_value_row(int64_t r) const { return abs_value_.data() + r * blocks_ * kFp8DotBlock; }
 
  private:
   int64_t rows_ = 0, cols_ = 0, blocks_ = 0;
   std::vector<uint8_t> code_;
-  std::vector<double> value_, abs_value_;
+  std::vector<double> value_;
   std::vector<uint8_t> nan_;
 };
 
