@@ -169,6 +169,12 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
       d.kind = DrawnCase::Kind::kInterrupted;
       return d;
     }
+    if (o.weight_format && d.recipe.quant.weights != *o.weight_format) {
+      d.kind = DrawnCase::Kind::kUnsupported;
+      d.unsupported = fmt::format("weight_format {} (--weight-format {})", name_of(d.recipe.quant.weights),
+                                  name_of(*o.weight_format));
+      return d;
+    }
     const Kernel& k = kernel_of(w);
     std::optional<Verdict> supports_fault;
     const std::string invalid = validate(d.recipe);

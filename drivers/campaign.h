@@ -15,6 +15,7 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,9 @@ struct CampaignOptions {
   // Applied to every drawn recipe before it is validated (its edits are then re-fitted): `check
   // --weights` fits the recipe to the files' dimensions here (core/tensor_files.h). May be empty.
   std::function<void(CaseRecipe&)> adapt_recipe;
+  // Only drawn recipes of this weight format are checked (`check --weight-format`); the others are
+  // passed over and counted with the unsupported ones. Unset: every drawn recipe.
+  std::optional<WeightFormat> weight_format;
 };
 
 struct Finding {

@@ -35,6 +35,7 @@ struct CheckArgs {
   uint64_t seed = 0;
   bool seed_given = false;
   std::string shapes = "small";
+  std::string weight_format;  // "" = every drawn recipe
   std::string invariants = "all";
   std::string tier = "standard";
   std::string out;
@@ -86,6 +87,9 @@ void add_check_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--time", a.seconds, "Seconds to run")->check(CLI::PositiveNumber);
   cmd->add_option("--seed", a.seed, "Root seed (default: from the clock, printed)");
   cmd->add_option("--shapes", a.shapes, "small | medium | large | model:NAME")->capture_default_str();
+  cmd->add_option("--weight-format", a.weight_format,
+                  "Check only drawn cases with these weights: nvfp4 | bf16 (default: every case)")
+      ->check(CLI::IsMember({"nvfp4", "bf16"}));
   cmd->add_option("--invariants", a.invariants, "Comma-separated invariant codes, or all")
       ->capture_default_str();
   cmd->add_option("--tier", a.tier, "standard | large (adds OVF and DRIFT)")
@@ -125,6 +129,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
     o.seconds = a.seconds;
     o.seed = a.seed;
     o.shapes = a.shapes;
+    if (!a.weight_format.empty())
+      o.weight_format = a.weight_format == "bf16" ? WeightFormat::kBf16 : WeightFormat::kNvfp4;
     o.invariants = select_invariants(a.invariants);
     if (a.tier == "large")
       for (const auto& inv : invariant_registry())

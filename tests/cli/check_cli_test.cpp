@@ -98,6 +98,28 @@ TEST_F(CheckCli, SameSeedSameSummary) {
   EXPECT_EQ(ja, jb);
 }
 
+// --weight-format checks only drawn cases of one weight format: the bf16-only mutant is caught among
+// bf16 cases and is the correct kernel among NVFP4 ones; the others are passed over as unsupported.
+TEST_F(CheckCli, WeightFormatSelectsTheDrawnCases) {
+  const fs::path bf16_json = dir_ / "bf16.json", nvfp4_json = dir_ / "nvfp4.json";
+  const RunResult bf16 =
+      run_moefuzz({"check", "--kernel", "mutant/b7-ragged-k-tile-dropped", "--weight-format", "bf16",
+                   "--cases", "8", "--seed", "1", "--invariants", "ORACLE", "--out", (dir_ / "b").string(),
+                   "--json", bf16_json.string()});
+  EXPECT_EQ(bf16.exit_code, 1) << bf16.output;
+  const RunResult nvfp4 =
+      run_moefuzz({"check", "--kernel", "mutant/b7-ragged-k-tile-dropped", "--weight-format", "nvfp4",
+                   "--cases", "8", "--seed", "1", "--invariants", "ORACLE", "--out", (dir_ / "n").string(),
+                   "--json", nvfp4_json.string()});
+  EXPECT_EQ(nvfp4.exit_code, 0) << nvfp4.output;
+  for (const auto& p : {bf16_json, nvfp4_json}) {
+    const nlohmann::json j = nlohmann::json::parse(moefuzz::file_text(p));
+    EXPECT_EQ(j.at("cases"), 8);
+    EXPECT_GT(j.at("unsupported").get<int64_t>(), 0) << "the other format's draws are passed over";
+  }
+  EXPECT_EQ(run_moefuzz({"check", "--weight-format", "fp8", "--cases", "1"}).exit_code, 2);
+}
+
 TEST_F(CheckCli, MutantIsCaughtAndItsFindingReplays) {
   const fs::path recipe = mutant_finding();
   ASSERT_FALSE(recipe.empty());
