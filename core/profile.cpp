@@ -21,7 +21,9 @@ Profile sglang_triton() {
   p.bf16_after_gemm1 = true;
   p.bf16_after_activation = true;
   p.silu_may_round_bf16 = true;
-  p.bf16_after_gemm2 = true;
+  // GEMM2's fp32 accumulator is multiplied by the routing weight before its one bf16 rounding (the
+  // combine's kBf16EpilogueProducts): no rounding point between the GEMM and the weight.
+  p.bf16_after_gemm2 = false;
   p.bf16_output = true;
   p.quantizer = QuantizerVariant::kFastMath;
   p.zero_scale_rule = ZeroScaleRule::kScaleTest;
@@ -49,6 +51,11 @@ Profile sglang_triton() {
       "fused_experts_impl (filter_expert, set under expert parallelism: act_and_mul_triton, whose kernel in "
       "fused_moe_triton_kernels.py casts silu(g) to the input dtype before the multiply; otherwise "
       "sgl_kernel silu_and_mul, one rounding) [SPEC-formats 2.2]",
+      "bf16_after_gemm2=false: sgl-project/sglang python/sglang/srt/layers/moe/fused_moe_triton/"
+      "fused_moe_triton_kernels.py fused_moe_kernel (MUL_ROUTED_WEIGHT: accumulator *= moe_weight, then one "
+      "accumulator.to(compute_type)); found by moefuzz's whole-layer check of SGLang's bf16 Triton MoE on "
+      "the H200, where the former bf16 rounding before the weight made correct outputs fail by 1-3 x the "
+      "bound [SPEC-formats 2.2]",
       "combine bf16(acc*w) in GEMM2 epilogue + fp32 moe_sum_reduce: sgl-project/sglang "
       "python/sglang/srt/layers/moe/moe_runner/triton.py, sgl-kernel/csrc/moe/moe_sum_reduce.cu [SPEC 3.6]",
       "shared expert weight 1/rsf: sgl-project/sglang python/sglang/srt/layers/moe/topk.py (fused shared "

@@ -442,7 +442,7 @@ HashRoutingTables draw_hash_routing(const CaseRecipe& r) {
 
 ExpertWeights draw_expert_weights(const CaseRecipe& r, int64_t expert) {
   const int64_t h = r.shape.hidden, i = r.shape.inter;
-  ExpertWeights w{Nvfp4Matrix(i, h), Nvfp4Matrix(i, h), Nvfp4Matrix(h, i)};
+  ExpertWeights w{Nvfp4Matrix(i, h), Nvfp4Matrix(i, h), Nvfp4Matrix(h, i), {}};
   const uint64_t e = static_cast<uint64_t>(expert);
   const auto matrix_stream = [&](std::string_view name) {
     return Stream(mix64(derive_seed(r.seed, name) ^ mix64(e)));
