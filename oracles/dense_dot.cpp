@@ -7,6 +7,7 @@
 
 #include "core/bf16.h"
 #include "core/errors.h"
+#include "oracles/certified_sum.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -25,26 +26,6 @@ int grid_of(float v) {
   // Trailing zero bits of the significand make the grid coarser (a bf16 value has 16 of them).
   const uint32_t significand = biased == 0 ? mantissa : (mantissa | 0x800000u);
   return base + std::countr_zero(significand);
-}
-
-// Same certificate as w4a16_dot's (oracles/exact_dot.cpp certify): any summation order of n exact
-// products has |error| <= gamma_{n-1} * sum|p| with double's unit, and the computed magnitude is at
-// most that far below the exact one, so it is inflated first.
-W4A16Dot certify(double value, double abs_value, int min_exp, int64_t n_terms) {
-  W4A16Dot out;
-  out.value = value;
-  out.abs_value = abs_value;
-  if (!std::isfinite(value)) return out;
-  const double limit = min_exp == INT_MAX ? INFINITY : std::ldexp(1.0, std::min(1000, 53 + min_exp));
-  out.exact = abs_value < limit;
-  if (!out.exact) {
-    const double n = static_cast<double>(n_terms);
-    const double u = 0x1p-53;
-    const double g = n * u / (1 - n * u);
-    out.abs_value = abs_value * (1 + g) * (1 + 4 * u);
-    out.error_bound = g * out.abs_value * (1 + 4 * u);
-  }
-  return out;
 }
 
 int product_grid(const DenseRow& x, const DenseRow& w) {
@@ -88,7 +69,7 @@ __attribute__((target("avx2"))) W4A16Dot dense_dot_avx2(const DenseRow& x, const
     value += p;
     abs_value += std::fabs(p);
   }
-  return certify(value, abs_value, product_grid(x, w), n);
+  return certify_double_sum(value, abs_value, product_grid(x, w), n);
 }
 #endif
 
@@ -115,7 +96,7 @@ W4A16Dot dense_dot_scalar(const DenseRow& x, const DenseRow& w) {
     value += p;
     abs_value += std::fabs(p);
   }
-  return certify(value, abs_value, product_grid(x, w), static_cast<int64_t>(x.values.size()));
+  return certify_double_sum(value, abs_value, product_grid(x, w), static_cast<int64_t>(x.values.size()));
 }
 
 W4A16Dot dense_dot(const DenseRow& x, const DenseRow& w) {

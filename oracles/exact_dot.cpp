@@ -1,5 +1,7 @@
 #include "oracles/exact_dot.h"
 
+#include "oracles/certified_sum.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -336,27 +338,6 @@ inline int grid_exponent(uint32_t bits) {
   return (biased == 0 ? 1 : biased) - ((bits & 0xFFFF) == 0 ? 134 : 150);
 }
 
-// Certify or bound a W4A16 sum: every product is a multiple of 2^min_exp, so while the exact sum of
-// magnitudes stays below 2^(53 + min_exp) no partial sum (in any order) was rounded.
-W4A16Dot certify(double value, double abs_value, int min_exp, int64_t n_terms) {
-  W4A16Dot out;
-  out.value = value;
-  out.abs_value = abs_value;
-  if (!std::isfinite(value)) return out;
-  const double limit = min_exp == std::numeric_limits<int>::max() ? INFINITY : std::ldexp(1.0, 53 + min_exp);
-  out.exact = abs_value < limit;
-  if (!out.exact) {
-    // Any summation order: |error| <= gamma_{n-1} * sum|p|, and the computed abs_value is itself at
-    // most gamma_{n-1} below the exact sum of magnitudes, so inflate it before using it.
-    const double n = static_cast<double>(n_terms);
-    const double u = 0x1p-53;
-    const double g = n * u / (1 - n * u);
-    out.abs_value = abs_value * (1 + g) * (1 + 4 * u);
-    out.error_bound = g * out.abs_value * (1 + 4 * u);
-  }
-  return out;
-}
-
 }  // namespace
 
 // Reference loop (one operand at a time); also the path for rows holding a NaN scale.
@@ -375,7 +356,7 @@ W4A16Dot w4a16_dot_scalar(std::span<const float> x, const DecodedNvfp4& w, int64
       min_exp = std::min(min_exp, grid_exponent(bits) - 10);  // times the 2^-10 operand grid
     }
   }
-  return certify(value, abs_value, min_exp, w.cols());
+  return certify_double_sum(value, abs_value, min_exp, w.cols());
 }
 
 #if defined(__x86_64__)
@@ -441,7 +422,8 @@ __attribute__((target("avx2"))) W4A16Dot w4a16_dot_avx2(const float* x, const De
   _mm256_store_si256(reinterpret_cast<__m256i*>(ee), min_exp);
   int me = std::numeric_limits<int>::max();
   for (int32_t e : ee) me = std::min(me, static_cast<int>(e));
-  return certify((vv[0] + vv[1]) + (vv[2] + vv[3]), (mm[0] + mm[1]) + (mm[2] + mm[3]), me, w.cols());
+  return certify_double_sum((vv[0] + vv[1]) + (vv[2] + vv[3]), (mm[0] + mm[1]) + (mm[2] + mm[3]), me,
+                            w.cols());
 }
 
 }  // namespace
