@@ -240,7 +240,10 @@ Bf16Matrix bf16_weights_from(const Nvfp4Matrix& m, const Stream& s, WeightProfil
 // kTritonRoundUp; an all-zero block gets scale code 0 and zero codes, as there). To reach the E8M0
 // corners (SPEC-formats.md §5.5: codes 1 and 253-254): under tiny_scales every nonzero scale code moves
 // down by d in [0, 64] (at least code 1), under wide_scales up by u in [0, 160] (at most 0xFE, so
-// weights up to 6 * 2^127 = Inf in fp32). Code 0 of a nonzero block and 0xFF come only from edits.
+// weights up to 6 * 2^127 = Inf in fp32), or for half the matrices by what moves the largest to 134. Code 0
+// of a nonzero block and 0xFF come only from edits.
+constexpr int kM4Corner = 134;
+
 Mxfp4Quantized mxfp4_weights_from(const Nvfp4Matrix& m, const Stream& s, WeightProfile p) {
   std::vector<float> x(static_cast<size_t>(m.rows * m.cols));
   for (int64_t r = 0; r < m.rows; ++r)
@@ -248,7 +251,15 @@ Mxfp4Quantized mxfp4_weights_from(const Nvfp4Matrix& m, const Stream& s, WeightP
   Mxfp4Quantized q = quantize_mxfp4(x, m.rows, m.cols);
   int shift = 0;
   if (p == WeightProfile::kTinyScales) shift = -static_cast<int>(s.child("tiny").uniform_int(0, 0, 64));
-  if (p == WeightProfile::kWideScales) shift = static_cast<int>(s.child("wide").uniform_int(0, 0, 160));
+  if (p == WeightProfile::kWideScales) {
+    shift = static_cast<int>(s.child("wide").uniform_int(0, 0, 160));
+    // Half the matrices instead move their largest code to 134 (2^7 = 128.0f: the float that a NaN
+    // test on the decoded scale, `== 128`, collides with; SPEC-formats.md §4 M4).
+    if (s.child("wide").uniform_int(1, 0, 1) == 1) {
+      const uint8_t top = *std::max_element(q.scales.begin(), q.scales.end());
+      if (top != 0) shift = kM4Corner - top;
+    }
+  }
   for (uint8_t& code : q.scales)
     if (code != 0 && shift != 0) code = static_cast<uint8_t>(std::clamp(code + shift, 1, int{kE8m0MaxCode}));
   return q;

@@ -214,7 +214,8 @@ void draw_value_corner(CaseRecipe& r) {
 // global-scale edit becomes, for bf16 weights, the same value written into that expert's first bf16
 // weight (a subnormal-making or overflowing weight); for MXFP4 weights an E8M0 corner written into
 // the first block scale of that expert's matrix (SPEC-formats.md §5.5): code 1 (2^-126), 134 (2^7,
-// the float sentinel of M4), 253 or 254 (6 x 2^126 = Inf in fp32). Codes 0 and 0xFF, where the Hopper
+// the float sentinel of M4), 253 or 254 (6 x 2^126 = Inf in fp32); one MXFP4 case in four gets such a
+// corner in a random block scale too. Codes 0 and 0xFF, where the Hopper
 // paths' decodes differ (§3.3), come only from explicit edits.
 void draw_weight_format(CaseRecipe& r) {
   if (r.quant.activations != ActivationFormat::kBf16) return;
@@ -237,6 +238,17 @@ void draw_weight_format(CaseRecipe& r) {
     e.tensor = gate ? "gate.mx_scale" : "down.mx_scale";
     for (const auto& [global, code] : kE8m0Corner)
       if (e.value == global) e.value = code;
+  }
+  // One MXFP4 case in four (SPEC-formats.md §5.5) gets an E8M0 corner in one block scale of an
+  // expert's gate or down projection.
+  if (mxfp4 && *rc::gen::inRange(0, 4) == 0) {
+    const bool gate = *one_of<bool>({false, true});
+    Edit e;
+    e.tensor = gate ? "gate.mx_scale" : "down.mx_scale";
+    e.index = {*rc::gen::inRange<int64_t>(0, r.total_experts()),
+               *rc::gen::inRange<int64_t>(0, gate ? r.shape.inter : r.shape.hidden), 0};
+    e.value = kE8m0Corner[static_cast<size_t>(*rc::gen::inRange(0, 4))].second;
+    r.edits.push_back(std::move(e));
   }
 }
 
