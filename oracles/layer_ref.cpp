@@ -80,7 +80,8 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
     }
     const Gemm1Rows g = gemm1(c, p, er, W, fc1, sda1, g1);
     const ActivationRows h = activation(p, c.recipe.swiglu, er, g, I, act);
-    const Fc2Input fc2 = quantize_fc2(c, er, sq2, h, fc2_codes);
+    const Fc2Input fc2 =
+        quantize_fc2(c, er, sq2, h, fc2_codes, kernel != nullptr ? &kernel->activation : nullptr);
     if (!fc2.admissibility.passed()) {
       ref.admissibility = fc2.admissibility;
       return ref;

@@ -1,6 +1,8 @@
 #pragma once
 // The oracle's top-level API: evaluate a case under a profile, conditioned on the kernel's own
-// decisions (routing ids, and quantized codes where exposed, each admitted first), and compare.
+// decisions (routing ids, and quantized codes where exposed, each admitted first), and compare. With
+// bf16 activations (W4A16, bf16 weights) nothing is quantized: exposed activation rows that lie in
+// their intervals condition GEMM2 instead (oracles/stages/quantize.h quantize_fc2).
 //
 // Example:
 //   moefuzz::OracleEvaluation ev = moefuzz::evaluate(c, profile, kernel_result);

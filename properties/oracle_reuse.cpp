@@ -37,7 +37,11 @@ bool same_conditioning(const LayerResult& a, const LayerResult& b) {
 }
 
 bool full_evaluation_is_decisions_only(const OracleEvaluation& full, const LayerResult& r) {
-  // oracles/oracle.cpp reads GEMM1/activation values only after a failed admission (first_broken_stage).
+  // Exposed activation values condition GEMM2 where nothing quantizes the FC2 input (bf16 activations:
+  // such a run exposes no FC2 codes; oracles/stages/quantize.h quantize_fc2).
+  if (r.activation && !r.fc2_input) return false;
+  // Otherwise oracles/oracle.cpp reads GEMM1/activation values only after a failed admission
+  // (first_broken_stage).
   return !full.admissibility.failed() || (!r.gemm1 && !r.activation);
 }
 

@@ -3,8 +3,9 @@
 // metamorphic invariants re-evaluated the oracle end to end for every transformed run).
 //
 // evaluate(c, p, r) (oracles/oracle.h) reads from the run r only what conditions it: the routing
-// decision (ids, weights), the quantized FC1/FC2 codes, and - only to name the earlier stage that
-// broke when the FC2 codes are inadmissible - the exposed GEMM1 and activation values. Two runs equal
+// decision (ids, weights), the quantized FC1/FC2 codes, the exposed activation values where nothing
+// quantizes the FC2 input (bf16 activations), and - only to name the earlier stage that broke when the
+// FC2 codes are inadmissible - the exposed GEMM1 and activation values. Two runs equal
 // in those, bit for bit, on cases of the same content get the same evaluation. CheckContext
 // (properties/invariant.h) uses these tests; tests/properties/oracle_reuse_test.cpp shows the reused
 // and the re-evaluated expectations and bounds equal bit for bit on a sweep. A transformed case

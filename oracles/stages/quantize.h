@@ -58,7 +58,13 @@ struct Fc2Input {
   QuantizedInputs quantized;  // W4A4
   Bf16Operands fp32;          // W4A16: the interval's fp32 center plus a radius covering the rest
 };
+// W4A16 and bf16 weights quantize nothing: a row whose activation values the kernel exposes
+// (`kernel_activation`, [kernel rows, I]) and that all lie in the row's activation interval is
+// conditioned on them (the GEMM2 operand is the kernel's point row, radius 0), as exposed FC2 codes
+// are in W4A4; otherwise the interval's center and radius are carried. A value outside its interval
+// is the activation stage's failure, found by its comparison; such a row is not conditioned.
 Fc2Input quantize_fc2(const Case& c, const ExpertRows& rows, float sq2, const ActivationRows& h,
-                      const std::optional<QuantizedRows>* kernel_codes);
+                      const std::optional<QuantizedRows>* kernel_codes,
+                      const std::optional<std::vector<float>>* kernel_activation = nullptr);
 
 }  // namespace moefuzz::stages

@@ -8,9 +8,15 @@
 namespace moefuzz::stages {
 
 Fc2Input quantize_fc2(const Case& c, const ExpertRows& rows, float sq2, const ActivationRows& h,
-                      const std::optional<QuantizedRows>* kernel_codes) {
+                      const std::optional<QuantizedRows>* kernel_codes,
+                      const std::optional<std::vector<float>>* kernel_activation) {
   const int64_t I = h.cols, n = rows.size();
   const bool w4a16 = c.recipe.quant.activations == ActivationFormat::kBf16;
+  // The kernel's exposed activation rows, when their shape is the case's ([T * slots, I]).
+  const std::vector<float>* act = nullptr;
+  if (w4a16 && kernel_activation != nullptr && kernel_activation->has_value() &&
+      static_cast<int64_t>((*kernel_activation)->size()) == c.recipe.shape.tokens * c.recipe.slots() * I)
+    act = &**kernel_activation;
   Fc2Input out{.quantized = QuantizedInputs(w4a16 ? 0 : n, n, I)};
   if (w4a16) {
     out.fp32.center.resize(static_cast<size_t>(n * I));
@@ -21,6 +27,19 @@ Fc2Input quantize_fc2(const Case& c, const ExpertRows& rows, float sq2, const Ac
     const std::span<const double> hlo(h.lo.data() + row0, static_cast<size_t>(I)),
         hhi(h.hi.data() + row0, static_cast<size_t>(I)), hc(h.center.data() + row0, static_cast<size_t>(I));
     if (w4a16) {
+      // Conditioned on the kernel's own row when every value of it is admissible.
+      const int64_t slot = rows.row(j).slot;
+      if (act != nullptr && slot >= 0 && !h.nan[static_cast<size_t>(j)]) {
+        const float* k = act->data() + slot * I;
+        bool admissible = true;
+        for (int64_t o = 0; o < I && admissible; ++o)
+          admissible = k[o] >= hlo[static_cast<size_t>(o)] && k[o] <= hhi[static_cast<size_t>(o)];
+        if (admissible) {
+          std::copy_n(k, I, out.fp32.center.begin() + static_cast<int64_t>(row0));
+          std::fill_n(out.fp32.radius.begin() + static_cast<int64_t>(row0), I, 0.0f);
+          continue;
+        }
+      }
       // W4A16 GEMM2 operand: the interval's center in fp32 plus a radius that covers the rest.
       for (int64_t o = 0; o < I; ++o) {
         const float center = static_cast<float>(hc[static_cast<size_t>(o)]);

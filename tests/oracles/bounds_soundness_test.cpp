@@ -297,9 +297,12 @@ TEST(BoundsSoundness, MirrorKernelsNeverExceedTheBound) {
         std::vector<float> g1, a1;
         const std::vector<float> y =
             m.expert(c, x, static_cast<int32_t>(r.shape.experts + j), c1, s1, c2, s2, g1, a1);
+        // The separate shared MLP's output is a tensor of the model dtype (bf16 where the output is),
+        // also where the routed GEMM2 output stays fp32 (sglang-triton).
         for (int64_t o = 0; o < H; ++o)
           out[static_cast<size_t>(t * H + o)] =
-              m.rb(out[static_cast<size_t>(t * H + o)] + y[static_cast<size_t>(o)], p.bf16_output);
+              m.rb(out[static_cast<size_t>(t * H + o)] + m.rb(y[static_cast<size_t>(o)], p.bf16_output),
+                   p.bf16_output);
       }
     }
     res.output = out;

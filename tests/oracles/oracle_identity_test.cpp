@@ -147,7 +147,10 @@ constexpr uint64_t kCases = 2000;
 // alone, which gives the previous hash). Re-recorded (0xbec1a8590bc39970) when sglang-triton lost its
 // rounding point between GEMM2 and the epilogue's weight multiply (bf16_after_gemm2 = false: SGLang's
 // fused_moe_kernel rounds w * acc once; found by the whole-layer check of SGLang on the H200).
-constexpr uint64_t kRecordedHash = 0xbec1a8590bc39970;
+// Re-recorded (0xbe84bb700857e3ff) when exposed activation rows of W4A16 runs began to condition GEMM2
+// (oracles/stages/quantize2.cpp; the kernel-conditioned W4A16 evaluations change; checked by disabling
+// that conditioning alone, which gives the previous hash).
+constexpr uint64_t kRecordedHash = 0xbe84bb700857e3ff;
 
 TEST(OracleIdentity, SweepIsBitIdenticalToTheRecordedOracle) {
   const auto& profiles = all_profiles();

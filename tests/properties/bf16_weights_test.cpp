@@ -121,6 +121,20 @@ TEST(Bf16Weights, CorrectKernelsPassEveryInvariant) {
   EXPECT_GT(oracle_compared, 48) << "ORACLE must judge (not skip) most bf16 cases";
 }
 
+// At model widths the worst-case propagation of GEMM1's bound through SiLU and GEMM2 outgrows the
+// output (a vacuous verdict). A kernel that exposes its activation rows conditions GEMM2 on them (after
+// admitting them), so ORACLE judges the output with GEMM2's own rounding bound: not vacuous.
+TEST(Bf16Weights, ExposedActivationsKeepTheOracleTightAtModelWidths) {
+  CaseRecipe r = bf16_recipe();
+  r.shape = {.tokens = 4, .hidden = 1024, .inter = 512, .experts = 8, .top_k = 4};
+  const Case c = materialize(r);
+  const auto cpu = make_kernel("cpu");
+  const CaseReport rep = check_case(*cpu, c, CheckOptions{.invariants = {&invariant_by_code("ORACLE")}});
+  ASSERT_EQ(rep.verdicts.size(), 1u);
+  EXPECT_EQ(rep.verdicts[0].outcome, Outcome::kPass) << rep.verdicts[0].message;
+  EXPECT_GT(rep.verdicts[0].compared, 0);
+}
+
 TEST(Bf16Weights, RaggedKTileMutantIsKilledByTheOracle) {
   const auto mutant = make_kernel("mutant/b7-ragged-k-tile-dropped");
   const auto correct = make_kernel("cpu");
