@@ -65,6 +65,12 @@ class Fnv1a {
     bytes(m.scales);
     u32(std::bit_cast<uint32_t>(m.global_dequant));
   }
+  void matrix(const Mxfp4Quantized& m) {
+    u64(static_cast<uint64_t>(m.rows));
+    u64(static_cast<uint64_t>(m.cols));
+    bytes(m.codes);
+    bytes(m.scales);
+  }
   uint64_t value() const { return h_; }
 
  private:
@@ -150,10 +156,14 @@ uint64_t content_hash(const Case& c) {
   h.ints(c.token_ids);
   h.ints(c.hash_table);
   h.u64(c.experts.size());
-  const bool bf16 = c.recipe.quant.weights == WeightFormat::kBf16;
+  const WeightFormat format = c.recipe.quant.weights;
   for (const ExpertWeights& w : c.experts) {
     // Only the recipe's format is hashed, so NVFP4 cases keep their pinned hashes.
-    if (bf16) {
+    if (format == WeightFormat::kMxfp4) {
+      h.matrix(w.mx.gate);
+      h.matrix(w.mx.up);
+      h.matrix(w.mx.down);
+    } else if (format == WeightFormat::kBf16) {
       h.matrix(w.bf16.gate);
       h.matrix(w.bf16.up);
       h.matrix(w.bf16.down);

@@ -3,8 +3,8 @@
 // build type (counter-based streams, core/rng.h; pinned by golden hashes in tests/core).
 //
 // Expert weights are stored in SEMANTIC form (gate, up, down as separate matrices); a kernel applies
-// its backend's w13 order ([gate; up] or [up; gate]) when it builds its own inputs. They are NVFP4 or
-// bf16, as the recipe's weight_format says; the other format's matrices are empty.
+// its backend's w13 order ([gate; up] or [up; gate]) when it builds its own inputs. They are NVFP4,
+// bf16 or MXFP4, as the recipe's weight_format says; the other formats' matrices are empty.
 //
 // Example:
 //   moefuzz::CaseRecipe r = moefuzz::parse_recipe_file("corpora/examples/deepseek_v3.moefuzz");
@@ -20,11 +20,14 @@
 //   gate.global / up.global / down.global [expert] S_d (fp32)
 //   a1_scale / a2_scale [expert or 0] S_q (fp32)
 //   gate.w / up.w / down.w [expert, row, col] bf16 weight (weight_format bf16; rounded to bf16)
+//   gate.mx_code / up.mx_code / down.mx_code [expert, row, col] E2M1 code 0..15 (weight_format mxfp4)
+//   gate.mx_scale / up.mx_scale / down.mx_scale [expert, row, block of 32] E8M0 byte 0..255 (mxfp4)
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/bf16_matrix.h"
+#include "core/mxfp4.h"
 #include "core/nvfp4.h"
 #include "core/recipe.h"
 
@@ -38,11 +41,21 @@ struct Bf16ExpertWeights {
   bool operator==(const Bf16ExpertWeights&) const = default;
 };
 
+// MXFP4 expert weights (weight_format mxfp4): E2M1 codes (one a byte) and one E8M0 scale per 32
+// elements of a row (core/mxfp4.h), same shapes as the NVFP4 ones; value = e2m1 * 2^(scale - 127).
+struct Mxfp4ExpertWeights {
+  Mxfp4Quantized gate;  // [I, H], scales [I, H/32]
+  Mxfp4Quantized up;    // [I, H]
+  Mxfp4Quantized down;  // [H, I], scales [H, I/32]
+  bool operator==(const Mxfp4ExpertWeights&) const = default;
+};
+
 struct ExpertWeights {
-  Nvfp4Matrix gate;        // [I, H]; empty for bf16 weights
+  Nvfp4Matrix gate;        // [I, H]; empty for bf16 and MXFP4 weights
   Nvfp4Matrix up;          // [I, H]
   Nvfp4Matrix down;        // [H, I]
-  Bf16ExpertWeights bf16;  // empty for NVFP4 weights
+  Bf16ExpertWeights bf16;  // empty unless weight_format bf16
+  Mxfp4ExpertWeights mx;   // empty unless weight_format mxfp4
   bool operator==(const ExpertWeights&) const = default;
 };
 

@@ -94,6 +94,27 @@ void apply_edit(Case& c, const Edit& e, size_t number) {
       m.at(e.index[1], e.index[2]) = bf16_from_float(static_cast<float>(e.value));
       return;
     }
+    if (field == "mx_code" || field == "mx_scale") {
+      Mxfp4ExpertWeights* first = experts > 0 ? &c.experts[0].mx : nullptr;
+      const Mxfp4Quantized* m0 = first == nullptr   ? nullptr
+                                 : matrix == "gate" ? &first->gate
+                                 : matrix == "up"   ? &first->up
+                                                    : &first->down;
+      const bool code = field == "mx_code";
+      const bool present = m0 != nullptr && !m0->empty();
+      checked_offset(
+          e, number,
+          {present ? experts : 0, present ? m0->rows : 0, present ? (code ? m0->cols : m0->scale_cols) : 0});
+      Mxfp4ExpertWeights& w = c.experts[static_cast<size_t>(e.index[0])].mx;
+      Mxfp4Quantized& m = matrix == "gate" ? w.gate : matrix == "up" ? w.up : w.down;
+      if (code)
+        m.code(e.index[1], e.index[2]) =
+            static_cast<uint8_t>(checked_integer(e, number, 0, 15, "an E2M1 code"));
+      else
+        m.scale(e.index[1], e.index[2]) =
+            static_cast<uint8_t>(checked_integer(e, number, 0, 255, "an E8M0 byte"));
+      return;
+    }
     if (field == "global") {
       const size_t at = checked_offset(e, number, {experts});
       matrix_of(c.experts[at], matrix).global_dequant = static_cast<float>(e.value);

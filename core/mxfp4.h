@@ -51,6 +51,10 @@ struct Mxfp4Quantized {
   std::vector<uint8_t> scales;  // [rows, ceil(cols / 32)] E8M0 bytes, row-major (gpt-oss *.scales)
 
   uint8_t code(int64_t r, int64_t c) const { return codes[static_cast<size_t>(r * cols + c)]; }
+  uint8_t& code(int64_t r, int64_t c) { return codes[static_cast<size_t>(r * cols + c)]; }
+  uint8_t& scale(int64_t r, int64_t block) { return scales[static_cast<size_t>(r * scale_cols + block)]; }
+  bool empty() const { return codes.empty(); }
+  bool operator==(const Mxfp4Quantized&) const = default;
   uint8_t scale(int64_t r, int64_t block) const {
     return scales[static_cast<size_t>(r * scale_cols + block)];
   }

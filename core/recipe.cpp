@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "core/case.h"
+#include "core/mxfp4.h"
 #include "core/sha256.h"
 
 namespace moefuzz {
@@ -118,15 +119,29 @@ std::optional<RecipeIssue> check_routing(const CaseRecipe& r) {
 std::optional<RecipeIssue> check_quant_and_swiglu(const CaseRecipe& r) {
   if (!enum_in_range(r.quant.activations, ActivationFormat::kBf16))
     return issue("activations", "unknown format");
-  if (!enum_in_range(r.quant.weights, WeightFormat::kBf16)) return issue("weight_format", "unknown format");
-  if (r.quant.weights == WeightFormat::kBf16) {
-    // W16A16 (SPEC-formats.md §2): nothing is quantized, so the NVFP4-only knobs must stay neutral.
+  if (!enum_in_range(r.quant.weights, WeightFormat::kMxfp4)) return issue("weight_format", "unknown format");
+  if (r.quant.weights != WeightFormat::kNvfp4) {
+    // W16A16 (SPEC-formats.md §2) and MXFP4 W4A16 (§3.4: every Hopper path of gpt-oss keeps bf16
+    // activations): the NVFP4-only knobs must stay neutral.
+    const std::string_view w = r.quant.weights == WeightFormat::kBf16 ? "bf16" : "mxfp4";
     if (r.quant.activations != ActivationFormat::kBf16)
-      return issue("weight_format", "bf16 weights need bf16 activations (activations bf16)");
+      return issue("weight_format", fmt::format("{} weights need bf16 activations (activations bf16)", w));
     if (r.quant.gate_up_scale_ratio != 1.0)
-      return issue("gate_up_scale_ratio", "applies to NVFP4 global scales; bf16 weights have none (use 1)");
+      return issue("gate_up_scale_ratio",
+                   fmt::format("applies to NVFP4 global scales; {} weights have none (use 1)", w));
     if (!r.files.weights.empty())
-      return issue("weights", "a ModelOpt NVFP4 checkpoint cannot supply bf16 weights (weight_format bf16)");
+      return issue(
+          "weights",
+          fmt::format("a ModelOpt NVFP4 checkpoint cannot supply {} weights (weight_format {})", w, w));
+  }
+  if (r.quant.weights == WeightFormat::kMxfp4) {
+    // One E8M0 scale per 32 elements along K (H for gate/up, I for down); triton_kernels requires
+    // K % 32 == 0 (SPEC-formats.md §3.2), so partial blocks are not modelled.
+    if (r.shape.hidden % kMxfp4BlockSize != 0 || r.shape.inter % kMxfp4BlockSize != 0)
+      return issue("weight_format",
+                   fmt::format("mxfp4 weights need hidden and inter multiples of {} (one E8M0 "
+                               "scale per {} elements along K); got hidden {}, inter {}",
+                               kMxfp4BlockSize, kMxfp4BlockSize, r.shape.hidden, r.shape.inter));
   }
   if (!enum_in_range(r.quant.act_scales, ActScaleMode::kPerExpert))
     return issue("act_scales", "unknown mode");
@@ -213,6 +228,7 @@ std::vector<EditTarget> edit_targets(const CaseRecipe& r) {
   // Only the tensors of the recipe's weight format exist: the others get zero experts.
   const int64_t nvfp4 = r.quant.weights == WeightFormat::kNvfp4 ? all : 0;
   const int64_t bf16 = r.quant.weights == WeightFormat::kBf16 ? all : 0;
+  const int64_t mx = r.quant.weights == WeightFormat::kMxfp4 ? all : 0;
   using K = EditValueKind;
   // New targets go at the end: fuzz inputs name a target by its index in this list.
   return {
@@ -235,6 +251,12 @@ std::vector<EditTarget> edit_targets(const CaseRecipe& r) {
       {"gate.w", {bf16, i, h}, K::kReal},
       {"up.w", {bf16, i, h}, K::kReal},
       {"down.w", {bf16, h, i}, K::kReal},
+      {"gate.mx_code", {mx, i, h}, K::kFp4Code},
+      {"up.mx_code", {mx, i, h}, K::kFp4Code},
+      {"down.mx_code", {mx, h, i}, K::kFp4Code},
+      {"gate.mx_scale", {mx, i, h / kMxfp4BlockSize}, K::kE4m3Byte},  // E8M0 byte
+      {"up.mx_scale", {mx, i, h / kMxfp4BlockSize}, K::kE4m3Byte},
+      {"down.mx_scale", {mx, h, i / kMxfp4BlockSize}, K::kE4m3Byte},
   };
 }
 
@@ -296,8 +318,10 @@ int64_t estimate_case_bytes(const CaseRecipe& r) {
     const int64_t n = sat_numel(t.shape);
     if (t.name == "hidden" || t.name.ends_with(".w")) {
       bytes = sat_add(bytes, sat_mul(n, 2));  // bf16
-    } else if (t.kind == EditValueKind::kFp4Code) {
+    } else if (t.kind == EditValueKind::kFp4Code && !t.name.ends_with(".mx_code")) {
       bytes = sat_add(bytes, n / 2 + n % 2);
+    } else if (t.kind == EditValueKind::kFp4Code) {
+      bytes = sat_add(bytes, n);  // MXFP4 codes: one a byte (core/mxfp4.h)
     } else if (t.kind == EditValueKind::kE4m3Byte) {
       bytes = sat_add(bytes, n);
     } else {

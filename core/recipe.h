@@ -36,8 +36,10 @@ enum class SharedFusion : uint8_t {
 };
 enum class ActivationFormat : uint8_t { kNvfp4, kBf16 };  // W4A4 or W4A16
 // Format of the expert weights: NVFP4 (codes, E4M3 block scales, global scale) or plain bf16 (W16A16,
-// SPEC-formats.md §2: Qwen3-MoE, Mixtral; needs bf16 activations).
-enum class WeightFormat : uint8_t { kNvfp4, kBf16 };
+// SPEC-formats.md §2: Qwen3-MoE, Mixtral; needs bf16 activations) or MXFP4 (E2M1 codes with one E8M0
+// scale per 32 elements of a row, SPEC-formats.md §3: gpt-oss on Hopper, W4A16; needs bf16 activations
+// and H, I multiples of 32).
+enum class WeightFormat : uint8_t { kNvfp4, kBf16, kMxfp4 };
 enum class ActScaleMode : uint8_t { kGlobal, kPerExpert };
 
 struct Shape {
@@ -211,7 +213,7 @@ int64_t estimate_case_bytes(const CaseRecipe& r);
 enum class EditValueKind : uint8_t {
   kReal,      // any double incl. inf/nan (rounded to the tensor's dtype by materialize)
   kFp4Code,   // integer 0..15
-  kE4m3Byte,  // integer 0..255
+  kE4m3Byte,  // integer 0..255 (an E4M3 byte, or an E8M0 byte for the .mx_scale targets)
   kTokenId,   // integer 0..vocab-1
   kExpertId,  // integer 0..E-1
 };

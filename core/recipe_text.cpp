@@ -39,7 +39,7 @@ MOEFUZZ_ENUM_NAMES(ScoreFunc, "sqrt_softplus"sv, "sigmoid"sv, "softmax"sv)
 MOEFUZZ_ENUM_NAMES(ScalePlacement, "topk"sv, "combine"sv)
 MOEFUZZ_ENUM_NAMES(SharedFusion, "separate"sv, "fused"sv)
 MOEFUZZ_ENUM_NAMES(ActivationFormat, "nvfp4"sv, "bf16"sv)
-MOEFUZZ_ENUM_NAMES(WeightFormat, "nvfp4"sv, "bf16"sv)
+MOEFUZZ_ENUM_NAMES(WeightFormat, "nvfp4"sv, "bf16"sv, "mxfp4"sv)
 MOEFUZZ_ENUM_NAMES(ActScaleMode, "global"sv, "per_expert"sv)
 MOEFUZZ_ENUM_NAMES(LogitProfile, "normal"sv, "all_negative"sv, "very_negative"sv, "ties"sv, "near_ties"sv,
                    "large"sv)

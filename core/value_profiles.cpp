@@ -9,6 +9,7 @@
 #include "core/bf16.h"
 #include "core/e2m1.h"
 #include "core/e4m3.h"
+#include "core/mxfp4.h"
 #include "core/rng.h"
 
 namespace moefuzz {
@@ -234,6 +235,36 @@ Bf16Matrix bf16_weights_from(const Nvfp4Matrix& m, const Stream& s, WeightProfil
   return out;
 }
 
+// MXFP4 weights (weight_format mxfp4) drawn through the NVFP4 draw like the bf16 ones: the NVFP4
+// matrix's dequantized values quantized by triton_kernels' downcast_to_mxfp rule (core/mxfp4.h,
+// kTritonRoundUp; an all-zero block gets scale code 0 and zero codes, as there). To reach the E8M0
+// corners (SPEC-formats.md §5.5: codes 1 and 253-254): under tiny_scales every nonzero scale code moves
+// down by d in [0, 64] (at least code 1), under wide_scales up by u in [0, 160] (at most 0xFE, so
+// weights up to 6 * 2^127 = Inf in fp32), or for half the matrices by what moves the largest to 134. Code 0
+// of a nonzero block and 0xFF come only from edits.
+constexpr int kM4Corner = 134;
+
+Mxfp4Quantized mxfp4_weights_from(const Nvfp4Matrix& m, const Stream& s, WeightProfile p) {
+  std::vector<float> x(static_cast<size_t>(m.rows * m.cols));
+  for (int64_t r = 0; r < m.rows; ++r)
+    for (int64_t c = 0; c < m.cols; ++c) x[static_cast<size_t>(r * m.cols + c)] = m.dequant(r, c);
+  Mxfp4Quantized q = quantize_mxfp4(x, m.rows, m.cols);
+  int shift = 0;
+  if (p == WeightProfile::kTinyScales) shift = -static_cast<int>(s.child("tiny").uniform_int(0, 0, 64));
+  if (p == WeightProfile::kWideScales) {
+    shift = static_cast<int>(s.child("wide").uniform_int(0, 0, 160));
+    // Half the matrices instead move their largest code to 134 (2^7 = 128.0f: the float that a NaN
+    // test on the decoded scale, `== 128`, collides with; SPEC-formats.md §4 M4).
+    if (s.child("wide").uniform_int(1, 0, 1) == 1) {
+      const uint8_t top = *std::max_element(q.scales.begin(), q.scales.end());
+      if (top != 0) shift = kM4Corner - top;
+    }
+  }
+  for (uint8_t& code : q.scales)
+    if (code != 0 && shift != 0) code = static_cast<uint8_t>(std::clamp(code + shift, 1, int{kE8m0MaxCode}));
+  return q;
+}
+
 }  // namespace
 
 // ---- public ----------------------------------------------------------------------------------------
@@ -442,7 +473,7 @@ HashRoutingTables draw_hash_routing(const CaseRecipe& r) {
 
 ExpertWeights draw_expert_weights(const CaseRecipe& r, int64_t expert) {
   const int64_t h = r.shape.hidden, i = r.shape.inter;
-  ExpertWeights w{Nvfp4Matrix(i, h), Nvfp4Matrix(i, h), Nvfp4Matrix(h, i), {}};
+  ExpertWeights w{Nvfp4Matrix(i, h), Nvfp4Matrix(i, h), Nvfp4Matrix(h, i), {}, {}};
   const uint64_t e = static_cast<uint64_t>(expert);
   const auto matrix_stream = [&](std::string_view name) {
     return Stream(mix64(derive_seed(r.seed, name) ^ mix64(e)));
@@ -473,6 +504,12 @@ ExpertWeights draw_expert_weights(const CaseRecipe& r, int64_t expert) {
     w.bf16 = {bf16_weights_from(w.gate, matrix_stream("weights.gate.bf16"), r.values.weights),
               bf16_weights_from(w.up, matrix_stream("weights.up.bf16"), r.values.weights),
               bf16_weights_from(w.down, matrix_stream("weights.down.bf16"), r.values.weights)};
+    w.gate = w.up = w.down = Nvfp4Matrix();
+  }
+  if (r.quant.weights == WeightFormat::kMxfp4) {
+    w.mx = {mxfp4_weights_from(w.gate, matrix_stream("weights.gate.mxfp4"), r.values.weights),
+            mxfp4_weights_from(w.up, matrix_stream("weights.up.mxfp4"), r.values.weights),
+            mxfp4_weights_from(w.down, matrix_stream("weights.down.mxfp4"), r.values.weights)};
     w.gate = w.up = w.down = Nvfp4Matrix();
   }
   return w;

@@ -97,8 +97,8 @@ bool clamp_to_limits(CaseRecipe& r, const ShapeLimits& lim) {
   ro.shared_fusion = wrap(ro.shared_fusion, 2);
   r.quant.activations = wrap(r.quant.activations, 2);
   r.quant.act_scales = wrap(r.quant.act_scales, 2);
-  r.quant.weights = wrap(r.quant.weights, 2);
-  if (r.quant.weights == WeightFormat::kBf16) {  // W16A16: bf16 activations, no NVFP4 scale ratio
+  r.quant.weights = wrap(r.quant.weights, 3);
+  if (r.quant.weights != WeightFormat::kNvfp4) {  // W16A16 / W4A16: bf16 activations, no NVFP4 scale ratio
     r.quant.activations = ActivationFormat::kBf16;
     r.quant.gate_up_scale_ratio = 1.0;
   }
@@ -114,6 +114,15 @@ bool clamp_to_limits(CaseRecipe& r, const ShapeLimits& lim) {
   s.tokens = clamp64(s.tokens, 1, lim.max_tokens);
   s.hidden = clamp64(s.hidden / 16 * 16, 16, lim.max_hidden);
   s.inter = clamp64(s.inter / 16 * 16, 16, lim.max_inter);
+  if (r.quant.weights == WeightFormat::kMxfp4) {  // one E8M0 scale per 32 elements along K
+    s.hidden = s.hidden / 32 * 32;
+    s.inter = s.inter / 32 * 32;
+    if (s.hidden < 32 || s.inter < 32) {  // the target's limits leave no room for a 32-wide block
+      r.quant.weights = WeightFormat::kNvfp4;
+      s.hidden = clamp64(before.shape.hidden / 16 * 16, 16, lim.max_hidden);
+      s.inter = clamp64(before.shape.inter / 16 * 16, 16, lim.max_inter);
+    }
+  }
   s.experts = clamp64(s.experts, 1, lim.max_experts);
   s.shared_experts = clamp64(s.shared_experts, 0, lim.max_shared);
   if (ro.shared_fusion == SharedFusion::kFused && s.shared_experts == 0)
@@ -181,8 +190,9 @@ CaseRecipe decode_recipe_bytes(std::span<const uint8_t> bytes) {
   r.routing.routed_scaling_factor = kScales[in.u8() % kScales.size()];
   r.quant.gate_up_scale_ratio = kRatios[in.u8() % kRatios.size()];
   // bf16 weights (W16A16) where the activations are bf16 and flag bit 6 is set.
-  if ((flags & 16) && (flags & 64)) {
-    r.quant.weights = WeightFormat::kBf16;
+  // MXFP4 weights (W4A16) where they are bf16, flag bit 6 is clear and bit 7 set.
+  if ((flags & 16) && (flags & (64 | 128))) {
+    r.quant.weights = (flags & 64) ? WeightFormat::kBf16 : WeightFormat::kMxfp4;
     r.quant.gate_up_scale_ratio = 1.0;
   }
   r.swiglu.limit = kLimits[in.u8() % kLimits.size()];

@@ -143,9 +143,11 @@ void mutate_quant(CaseRecipe& r, Rng& rng) {
                                                                             : ActivationFormat::kNvfp4;
       if (r.quant.activations == ActivationFormat::kNvfp4) r.quant.weights = WeightFormat::kNvfp4;
       break;
-    case 5:  // W16A16 <-> the same recipe's NVFP4 weights (bf16 weights need bf16 activations)
-      r.quant.weights = r.quant.weights == WeightFormat::kNvfp4 ? WeightFormat::kBf16 : WeightFormat::kNvfp4;
-      if (r.quant.weights == WeightFormat::kBf16) {
+    case 5:  // NVFP4 -> bf16 (W16A16) -> MXFP4 (W4A16) -> NVFP4 weights; the latter two need bf16 activations
+      r.quant.weights = r.quant.weights == WeightFormat::kNvfp4  ? WeightFormat::kBf16
+                        : r.quant.weights == WeightFormat::kBf16 ? WeightFormat::kMxfp4
+                                                                 : WeightFormat::kNvfp4;
+      if (r.quant.weights != WeightFormat::kNvfp4) {
         r.quant.activations = ActivationFormat::kBf16;
         r.quant.gate_up_scale_ratio = 1.0;
       }

@@ -38,6 +38,10 @@ uint64_t case_fingerprint(const Case& c) {
       f.add(std::vector<float>{m->global_dequant});
     }
     for (const Bf16Matrix* m : {&e.bf16.gate, &e.bf16.up, &e.bf16.down}) f.add(m->bits);
+    for (const Mxfp4Quantized* m : {&e.mx.gate, &e.mx.up, &e.mx.down}) {
+      f.add(m->codes);
+      f.add(m->scales);
+    }
   }
   return f.value();
 }

@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "core/errors.h"
+#include "core/fp4_packing.h"
 #include "core/profile.h"
 #include "core/profile_json.h"
 #include "core/recipe_text.h"
@@ -100,6 +101,11 @@ std::string weights_key(const Case& c) {
         const std::vector<int64_t> dims = {m->rows, m->cols};
         h->add(dims);
       }
+      for (const Mxfp4Quantized* m : {&e.mx.gate, &e.mx.up, &e.mx.down}) {
+        h->add(m->codes), h->add(m->scales);
+        const std::vector<int64_t> dims = {m->rows, m->cols};
+        h->add(dims);
+      }
     }
   return hex128(a, b);
 }
@@ -122,7 +128,9 @@ WorkerMessage inputs_message(const Case& c, const std::string& key) {
 }
 
 // Stacked semantic weights: codes [E+S, N, K/2], scales [E+S, N, K/16], global_dequant [E+S]; bf16
-// weights (weight_format bf16) as one bf16 tensor [E+S, N, K] per projection.
+// weights (weight_format bf16) as one bf16 tensor [E+S, N, K] per projection; MXFP4 weights as
+// mx_codes [E+S, N, K/2] (two E2M1 codes a byte, low nibble = even column, as gpt-oss *.blocks) and
+// mx_scales [E+S, N, K/32] (E8M0 bytes, as gpt-oss *.scales).
 WorkerMessage weights_message(const Case& c, const std::string& key) {
   WorkerMessage m;
   m.header = {{"op", "put"}, {"kind", "weights"}, {"key", key}};
@@ -140,6 +148,24 @@ WorkerMessage weights_message(const Case& c, const std::string& key) {
     stack_bf16("w_gate", [](const ExpertWeights& e) -> const Bf16Matrix& { return e.bf16.gate; });
     stack_bf16("w_up", [](const ExpertWeights& e) -> const Bf16Matrix& { return e.bf16.up; });
     stack_bf16("w_down", [](const ExpertWeights& e) -> const Bf16Matrix& { return e.bf16.down; });
+    return m;
+  }
+  if (c.recipe.quant.weights == WeightFormat::kMxfp4) {
+    const auto stack_mx = [&](const char* name, auto pick) {
+      if (n == 0) return;
+      const Mxfp4Quantized& first = pick(c.experts[0]);
+      std::vector<uint8_t> codes, scales;
+      for (const ExpertWeights& e : c.experts) {
+        const std::vector<uint8_t> packed = pack_fp4(pick(e).codes);
+        codes.insert(codes.end(), packed.begin(), packed.end());
+        scales.insert(scales.end(), pick(e).scales.begin(), pick(e).scales.end());
+      }
+      m.add_tensor(std::string(name) + ".mx_codes", "u8", {n, first.rows, first.cols / 2}, codes);
+      m.add_tensor(std::string(name) + ".mx_scales", "u8", {n, first.rows, first.scale_cols}, scales);
+    };
+    stack_mx("w_gate", [](const ExpertWeights& e) -> const Mxfp4Quantized& { return e.mx.gate; });
+    stack_mx("w_up", [](const ExpertWeights& e) -> const Mxfp4Quantized& { return e.mx.up; });
+    stack_mx("w_down", [](const ExpertWeights& e) -> const Mxfp4Quantized& { return e.mx.down; });
     return m;
   }
   const auto stack = [&](const char* name, auto pick) {

@@ -88,6 +88,12 @@ std::vector<float> bf16_row_to_float(std::span<const uint16_t> bits) {
   return out;
 }
 
+std::vector<float> mxfp4_row_to_float(const Mxfp4Quantized& m, int64_t row) {
+  std::vector<float> out(static_cast<size_t>(m.cols));
+  for (int64_t c = 0; c < m.cols; ++c) out[static_cast<size_t>(c)] = m.dequant(row, c, E8m0Decode::kOcp);
+  return out;
+}
+
 W4A16Dot dense_dot_scalar(const DenseRow& x, const DenseRow& w) {
   check_lengths(x, w);
   double value = 0, abs_value = 0;

@@ -20,6 +20,7 @@
 #include <span>
 #include <vector>
 
+#include "core/mxfp4.h"
 #include "oracles/exact_dot.h"
 
 namespace moefuzz {
@@ -32,6 +33,12 @@ struct DenseRow {
 DenseRow dense_row(std::span<const float> values);
 // A bf16 row widened to fp32 (exact).
 std::vector<float> bf16_row_to_float(std::span<const uint16_t> bits);
+// Row `row` of an MXFP4 matrix decoded to fp32 with the OCP decode (core/e8m0.h kOcp): e2m1 x
+// 2^(scale - 127) has at most 2 significant bits and is exact in fp32 from 0.5 x 2^-127 (a subnormal)
+// up; 2^128 and above is +-Inf (as in bf16, the upcast of every Hopper path); scale 0xFF gives NaN.
+// Non-finite weights make the dot non-finite (left to FINITE). Example:
+//   std::vector<float> w = moefuzz::mxfp4_row_to_float(c.experts[e].mx.gate, o);
+std::vector<float> mxfp4_row_to_float(const Mxfp4Quantized& m, int64_t row);
 
 // sum_i x_i w_i, certified (same length; throws InputError otherwise). Non-finite operands give a
 // non-finite value (callers leave such elements to FINITE).

@@ -38,6 +38,22 @@ Bf16Matrix pad_matrix(const Bf16Matrix& m, int64_t rows, int64_t cols) {
   return out;
 }
 
+// MXFP4 weights: zero codes appended, and scale code 0x7F (2^0) for the new blocks, so every padded
+// value is 0 under every E8M0 decode (a zero code times a finite scale).
+Mxfp4Quantized pad_matrix(const Mxfp4Quantized& m, int64_t rows, int64_t cols) {
+  Mxfp4Quantized out;
+  out.rows = rows;
+  out.cols = cols;
+  out.scale_cols = (cols + kMxfp4BlockSize - 1) / kMxfp4BlockSize;
+  out.codes.assign(static_cast<size_t>(rows * cols), 0);
+  out.scales.assign(static_cast<size_t>(rows * out.scale_cols), kE8m0OneCode);
+  for (int64_t r = 0; r < m.rows; ++r) {
+    for (int64_t c = 0; c < m.cols; ++c) out.code(r, c) = m.code(r, c);
+    for (int64_t b = 0; b < m.scale_cols; ++b) out.scale(r, b) = m.scale(r, b);
+  }
+  return out;
+}
+
 }  // namespace
 
 Case with_routed_scale(const Case& c, double s) {
@@ -127,8 +143,15 @@ Case pad_dims(const Case& c, int64_t new_hidden, int64_t new_inter) {
   for (int64_t t = 0; t < s.tokens; ++t)
     std::copy_n(c.hidden.begin() + t * s.hidden, s.hidden, out.hidden.begin() + t * new_hidden);
   const bool bf16 = c.recipe.quant.weights == WeightFormat::kBf16;
+  const bool mx = c.recipe.quant.weights == WeightFormat::kMxfp4;
   for (size_t e = 0; e < c.experts.size(); ++e) {
     const ExpertWeights& w = c.experts[e];
+    if (mx) {
+      out.experts[e].mx = {pad_matrix(w.mx.gate, new_inter, new_hidden),
+                           pad_matrix(w.mx.up, new_inter, new_hidden),
+                           pad_matrix(w.mx.down, new_hidden, new_inter)};
+      continue;
+    }
     if (bf16) {
       out.experts[e].bf16 = {pad_matrix(w.bf16.gate, new_inter, new_hidden),
                              pad_matrix(w.bf16.up, new_inter, new_hidden),

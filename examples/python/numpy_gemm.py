@@ -7,6 +7,7 @@ quantization, activation and combine. Each expanded row r (token r // slots) mul
            acc = sum over 16-blocks of sf_a * sf_w * sum(e2m1(a) * e2m1(w))   (exact terms, SPEC.md 3.2)
     W4A16: out = fl(alpha * acc),  alpha = S_d(weight),  acc = sum of bf16(x) * e2m1(w) * sf_w
     bf16 weights (case.weight_format == "bf16", W16A16): out = acc = sum of bf16(x) * bf16(w)
+    MXFP4 weights (case.weight_format == "mxfp4", W4A16): out = acc = sum of bf16(x) * e2m1(w) * 2^(scale - 127)
 then rounded to bf16 where the contract says. The sums are taken in float64 and rounded once to fp32: closer to
 the exact value than an fp32 accumulation, which the contract's bound allows.
 """
@@ -26,6 +27,14 @@ def _decode_rows(codes, scales):
     return vals * sf
 
 
+def _decode_mx_rows(codes, scales):
+    """[.., K/2] codes and [.., K/32] E8M0 scales -> float64 [.., K] (exact; the OCP decode: 0xFF = NaN)."""
+    vals = formats.e2m1_value(formats.unpack_fp4(codes)).astype(np.float64)
+    e = np.asarray(scales).astype(np.int64)
+    sf = np.where(e == 255, np.nan, np.ldexp(1.0, e - 127))
+    return vals * np.repeat(sf, 32, axis=-1)
+
+
 def _act_dequant(scale_vec, expert):
     s = scale_vec[0] if scale_vec.shape[0] == 1 else scale_vec[expert]
     return f32(f32(1) / f32(s))
@@ -34,9 +43,9 @@ def _act_dequant(scale_vec, expert):
 class NumpyGemm:
     name = "numpy-gemm"
     profile = "sglang-cutlass-fp4"
-    description = "numpy grouped GEMM1 / GEMM2 on decoded NVFP4 or bf16 weights, float64 sums"
+    description = "numpy grouped GEMM1 / GEMM2 on decoded NVFP4, bf16 or MXFP4 weights, float64 sums"
     tensors = "numpy"
-    weight_formats = ("nvfp4", "bf16")
+    weight_formats = ("nvfp4", "bf16", "mxfp4")
 
     def _matmul(self, case, topk_ids, a_codes, a_scales, weights, act_scale, bf16_after):
         """weights: [(NvFp4Weights, column offset)]; returns [R, N_total] float32."""
@@ -44,6 +53,7 @@ class NumpyGemm:
         w4a4 = a_scales is not None
         a = _decode_rows(a_codes, a_scales) if w4a4 else np.asarray(a_codes, dtype=np.float64)
         bf16_weights = case.weight_format == "bf16"  # weights are then float32 arrays [E+S, N, K]
+        mx_weights = case.weight_format == "mxfp4"  # weights are then Mxfp4Weights
         n_total = sum((w.shape[1] if bf16_weights else w.codes.shape[1]) for w, _ in weights)
         out = np.zeros((ids.shape[0], n_total), dtype=f32)
         with np.errstate(over="ignore", invalid="ignore"):
@@ -53,6 +63,9 @@ class NumpyGemm:
                 for w, col in weights:
                     if bf16_weights:
                         wd = np.asarray(w[e], dtype=np.float64)  # [N, K], exact
+                        y = (a[rows] @ wd.T).astype(f32)
+                    elif mx_weights:
+                        wd = _decode_mx_rows(w.codes[e], w.scales[e])  # [N, K], exact
                         y = (a[rows] @ wd.T).astype(f32)
                     else:
                         wd = _decode_rows(w.codes[e], w.scales[e])  # [N, K]

@@ -6,7 +6,11 @@
 // exact - and block terms are accumulated in fp32; then fl(alpha * acc) and the bf16 rounding point.
 // W4A16 multiplies bf16 activations by the decoded weight codes instead; its 16-term partials round.
 // bf16 weights (W16A16) take the W4A16 path with the bf16 values as "codes" and unit scales: fp32
-// products (exact), 16-term fp32 partials, fp32 accumulation, alpha 1.
+// products (exact), 16-term fp32 partials, fp32 accumulation, alpha 1. MXFP4 weights (W4A16, gpt-oss)
+// take the same path with e2m1 * 2^(scale - 127) as "codes" (the upcast of triton_kernels'
+// upcast_from_mxfp, SPEC-formats.md §3.5: exact in fp32 and bf16 down to 0.5 x 2^-127 = 2^-128, a bf16
+// subnormal that is kept; 2^128 and above is +-Inf, as bf16's multiply gives; scale 0xFF is a NaN
+// block, the OCP decode, core/e8m0.h kOcp).
 //
 // Tactics (RunOptions::tactic) differ only in fp32 association of the block terms:
 //   0: N tile 32, acc += term for every block in K order;
@@ -23,7 +27,9 @@
 #include "core/bf16.h"
 #include "core/e2m1.h"
 #include "core/e4m3.h"
+#include "core/e8m0.h"
 #include "core/errors.h"
+#include "core/mxfp4.h"
 #include "kernels/cpu/cpu_stages.h"
 #include "kernels/cpu/deviation_hooks.h"
 #include "kernels/cpu/index_math.h"
@@ -91,6 +97,31 @@ void decode_tile(const Bf16Matrix& w, int64_t n0, int64_t nt, const CpuConfig& c
   for (int64_t j = 0; j < nt; ++j) {
     if (n0 + j >= w.rows) continue;  // tile overhang past N: zero weights
     for (int64_t k = 0; k < k_end; ++k) tile.codes[k * nt + j] = w.value(n0 + j, k);
+  }
+}
+
+// The same tile from MXFP4 weights (weight_format mxfp4): decoded values as codes, unit scales.
+void decode_tile(const Mxfp4Quantized& w, int64_t n0, int64_t nt, const CpuConfig& cfg, WeightTile& tile) {
+  const int64_t K = w.cols;
+  tile.codes.assign(static_cast<size_t>(K * nt), 0.0f);
+  tile.scales.assign(static_cast<size_t>(K / 16 * nt), 1.0f);
+  for (int64_t j = 0; j < nt; ++j) {
+    const int64_t n = n0 + j;
+    if (n >= w.rows) continue;  // tile overhang past N: zero weights
+    for (int64_t kb = 0; kb < w.scale_cols; ++kb) {
+      uint8_t code = w.scale(n, kb);
+      // M1 mutant (vLLM #47303): scales are loaded in pairs of blocks (64 elements of K, as in the
+      // Hopper-swizzled layout padded to 2 blocks) without a K mask: the last block of a K that is not
+      // a multiple of 64 shares its load with the padding, read as 0xFF.
+      if (cfg.dev.mx_scale_tail_unmasked && K % 64 != 0 && kb == w.scale_cols - 1) code = kE8m0NaNCode;
+      float scale = e8m0_to_float(code);
+      // M4 mutant (sglang #25519): the NaN sentinel tested on the decoded float as `== 128` (2^7, code
+      // 134) instead of on the byte: 2^7 becomes NaN and 0xFF decodes by exponent shift to +Inf.
+      if (cfg.dev.mx_nan_sentinel_on_float)
+        scale = code == kE8m0NaNCode ? INFINITY : scale == 128.0f ? NAN : scale;
+      const int64_t k0 = kb * kMxfp4BlockSize, k1 = std::min(K, k0 + kMxfp4BlockSize);
+      for (int64_t k = k0; k < k1; ++k) tile.codes[k * nt + j] = e2m1_to_float(w.code(n, k)) * scale;
+    }
   }
 }
 
@@ -171,14 +202,15 @@ float act_dequant_scale(const std::vector<float>& s_q, int64_t e) {
 }
 
 // One matrix `w` (N = w.rows) for the rows of expert e, writing out[off(r) + col0 + n], where off is
-// the output's index product `product` with row stride ldo. `dense` (non-null for bf16 weights)
-// replaces w and scale_src.
+// the output's index product `product` with row stride ldo. `dense` (non-null for bf16 weights) or
+// `mx` (MXFP4 weights) replaces w and scale_src.
 void expert_matmul(const std::vector<int64_t>& rows, const Nvfp4Matrix& w, const Nvfp4Matrix& scale_src,
-                   const Bf16Matrix* dense, float alpha, const std::function<void(int64_t, ActRow&)>& load,
-                   IndexProduct product, int64_t ldo, int64_t col0, bool round, const CpuConfig& cfg,
-                   const Lut& lut, std::vector<float>& out) {
+                   const Bf16Matrix* dense, const Mxfp4Quantized* mx, float alpha,
+                   const std::function<void(int64_t, ActRow&)>& load, IndexProduct product, int64_t ldo,
+                   int64_t col0, bool round, const CpuConfig& cfg, const Lut& lut, std::vector<float>& out) {
   const int64_t out_rows = static_cast<int64_t>(out.size()) / ldo;
-  const int64_t K = dense ? dense->cols : w.cols, N = dense ? dense->rows : w.rows, nt = tile_n(cfg);
+  const int64_t K = dense ? dense->cols : mx ? mx->cols : w.cols;
+  const int64_t N = dense ? dense->rows : mx ? mx->rows : w.rows, nt = tile_n(cfg);
   WeightTile tile;
   std::vector<ActRow> acts(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) load(rows[i], acts[i]);
@@ -186,6 +218,8 @@ void expert_matmul(const std::vector<int64_t>& rows, const Nvfp4Matrix& w, const
   for (int64_t n0 = 0; n0 < N; n0 += nt) {
     if (dense != nullptr)
       decode_tile(*dense, n0, nt, cfg, tile);
+    else if (mx != nullptr)
+      decode_tile(*mx, n0, nt, cfg, tile);
     else
       decode_tile(w, scale_src, n0, nt, lut, cfg, tile);
     for (size_t i = 0; i < rows.size(); ++i) {
@@ -235,11 +269,13 @@ std::vector<float> cpu_gemm1(const Case& c, const RoutingDecision& route,
     // The backend's w13 order only changes which half is computed first; columns stay semantic.
     const bool up_first = cfg.w13_order == W13Order::kUpGate;
     const bool bf16 = c.recipe.quant.weights == WeightFormat::kBf16;
+    const bool mxfp4 = c.recipe.quant.weights == WeightFormat::kMxfp4;
     for (int half = 0; half < 2; ++half) {
       const bool is_up = (half == 0) == up_first;
       const Bf16Matrix* dense = bf16 ? (is_up ? &packed_src.bf16.up : &packed_src.bf16.gate) : nullptr;
+      const Mxfp4Quantized* mx = mxfp4 ? (is_up ? &packed_src.mx.up : &packed_src.mx.gate) : nullptr;
       expert_matmul(by_expert[e], is_up ? packed_src.up : packed_src.gate,
-                    is_up ? scale_src.up : scale_src.gate, dense, is_up ? alpha_up : alpha_gate, load,
+                    is_up ? scale_src.up : scale_src.gate, dense, mx, is_up ? alpha_up : alpha_gate, load,
                     IndexProduct::kGemm1Out, 2 * I, is_up ? I : 0, cfg.bf16_after_gemm1, cfg, lut, out);
     }
   });
@@ -274,8 +310,9 @@ std::vector<float> cpu_gemm2(const Case& c, const RoutingDecision& route,
                    cfg, lut, a);
     };
     const Bf16Matrix* dense = c.recipe.quant.weights == WeightFormat::kBf16 ? &packed_src.bf16.down : nullptr;
-    expert_matmul(by_expert[e], packed_src.down, scale_src.down, dense, alpha, load, IndexProduct::kGemm2Out,
-                  H, 0, cfg.bf16_after_gemm2, down_cfg, lut, out);
+    const Mxfp4Quantized* mx = c.recipe.quant.weights == WeightFormat::kMxfp4 ? &packed_src.mx.down : nullptr;
+    expert_matmul(by_expert[e], packed_src.down, scale_src.down, dense, mx, alpha, load,
+                  IndexProduct::kGemm2Out, H, 0, cfg.bf16_after_gemm2, down_cfg, lut, out);
   });
   return out;
 }

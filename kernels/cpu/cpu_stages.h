@@ -76,6 +76,8 @@ struct CpuDeviation {
   bool down_global_twice = false;             // GSCALE: w2's global dequant scale multiplied twice
   bool last_expert_neighbour_down = false;    // PERM: the last expert's w2 read from expert E-2
   bool ragged_k_tile_dropped = false;         // SPEC-formats B7: bf16 GEMMs skip a ragged last 64-wide K tile
+  bool mx_scale_tail_unmasked = false;        // SPEC-formats M1: MXFP4 last scale read as 0xFF (K % 64 != 0)
+  bool mx_nan_sentinel_on_float = false;      // SPEC-formats M4: E8M0 NaN tested as decoded == 128
 };
 
 // Everything a stage needs to know, as plain data (derived once per run).

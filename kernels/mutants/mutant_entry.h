@@ -41,5 +41,6 @@ void add_format_mutants(std::vector<KernelEntry>& out);
 void add_execution_mutants(std::vector<KernelEntry>& out);
 void add_index_overflow_mutants(std::vector<KernelEntry>& out);
 void add_bf16_weight_mutants(std::vector<KernelEntry>& out);
+void add_mxfp4_weight_mutants(std::vector<KernelEntry>& out);
 
 }  // namespace moefuzz::mutants

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "core/errors.h"
+#include "core/mxfp4.h"
 #include "core/recipe_text.h"
 #include "core/rng.h"
 
@@ -207,17 +208,47 @@ void draw_value_corner(CaseRecipe& r) {
   r.edits.push_back(std::move(e));
 }
 
-// bf16 weights (W16A16, SPEC-formats.md §2) for one bf16-activation case in two. Drawn last, so every
-// earlier field of a seed's case stays as it was. A value corner's global-scale edit becomes the same
-// value written into that expert's first bf16 weight (a subnormal-making or overflowing weight).
+// The weights of a bf16-activation case: bf16 (W16A16, SPEC-formats.md §2) for one in two, MXFP4
+// (W4A16, §3) for one in four where H and I are multiples of 32 (else they stay NVFP4), NVFP4 for the
+// rest. Drawn last, so every earlier field of a seed's case stays as it was. A value corner's
+// global-scale edit becomes, for bf16 weights, the same value written into that expert's first bf16
+// weight (a subnormal-making or overflowing weight); for MXFP4 weights an E8M0 corner written into
+// the first block scale of that expert's matrix (SPEC-formats.md §5.5): code 1 (2^-126), 134 (2^7,
+// the float sentinel of M4), 253 or 254 (6 x 2^126 = Inf in fp32); one MXFP4 case in four gets such a
+// corner in a random block scale too. Codes 0 and 0xFF, where the Hopper
+// paths' decodes differ (§3.3), come only from explicit edits.
 void draw_weight_format(CaseRecipe& r) {
-  if (r.quant.activations != ActivationFormat::kBf16 || !*one_of<bool>({false, true})) return;
-  r.quant.weights = WeightFormat::kBf16;
+  if (r.quant.activations != ActivationFormat::kBf16) return;
+  const bool bf16 = *one_of<bool>({false, true});
+  const bool mxfp4 = !bf16 && *one_of<bool>({false, true}) && r.shape.hidden % kMxfp4BlockSize == 0 &&
+                     r.shape.inter % kMxfp4BlockSize == 0;
+  if (!bf16 && !mxfp4) return;
+  r.quant.weights = bf16 ? WeightFormat::kBf16 : WeightFormat::kMxfp4;
   r.quant.gate_up_scale_ratio = 1.0;
+  static constexpr std::array<std::pair<double, double>, 4> kE8m0Corner = {
+      {{0x1p-140, 1}, {1e-45, 134}, {0x1p100, 253}, {1e30, 254}}};
   for (Edit& e : r.edits) {
     if (e.tensor != "gate.global" && e.tensor != "down.global") continue;
-    e.tensor = e.tensor == "gate.global" ? "gate.w" : "down.w";
+    const bool gate = e.tensor == "gate.global";
     e.index = {e.index.at(0), 0, 0};
+    if (bf16) {
+      e.tensor = gate ? "gate.w" : "down.w";
+      continue;
+    }
+    e.tensor = gate ? "gate.mx_scale" : "down.mx_scale";
+    for (const auto& [global, code] : kE8m0Corner)
+      if (e.value == global) e.value = code;
+  }
+  // One MXFP4 case in four (SPEC-formats.md §5.5) gets an E8M0 corner in one block scale of an
+  // expert's gate or down projection.
+  if (mxfp4 && *rc::gen::inRange(0, 4) == 0) {
+    const bool gate = *one_of<bool>({false, true});
+    Edit e;
+    e.tensor = gate ? "gate.mx_scale" : "down.mx_scale";
+    e.index = {*rc::gen::inRange<int64_t>(0, r.total_experts()),
+               *rc::gen::inRange<int64_t>(0, gate ? r.shape.inter : r.shape.hidden), 0};
+    e.value = kE8m0Corner[static_cast<size_t>(*rc::gen::inRange(0, 4))].second;
+    r.edits.push_back(std::move(e));
   }
 }
 
@@ -268,7 +299,7 @@ int64_t largest_draw_bytes(const ModelShape& m, int64_t experts, WeightFormat w)
   int64_t largest = 0;
   for (ActivationFormat a : {ActivationFormat::kNvfp4, ActivationFormat::kBf16})
     for (ActScaleMode s : {ActScaleMode::kGlobal, ActScaleMode::kPerExpert}) {
-      if (w == WeightFormat::kBf16 && a != ActivationFormat::kBf16) continue;
+      if (w != WeightFormat::kNvfp4 && a != ActivationFormat::kBf16) continue;
       CaseRecipe r;
       r.shape = m.shape;
       r.shape.tokens = kModelMaxTokens;
@@ -303,7 +334,9 @@ rc::Gen<CaseRecipe> model(std::string_view name, int64_t max_case_bytes) {
   m.shape.experts = model_routed_experts(name, max_case_bytes);
   // bf16 weights are 3.6x the NVFP4 bytes: their cases may need fewer experts under the same budget.
   const int64_t bf16_experts = model_routed_experts(name, max_case_bytes, WeightFormat::kBf16);
-  return rc::gen::exec([m, bf16_experts] {
+  // MXFP4 codes are stored one a byte (core/mxfp4.h): about 2x the NVFP4 bytes.
+  const int64_t mx_experts = model_routed_experts(name, max_case_bytes, WeightFormat::kMxfp4);
+  return rc::gen::exec([m, bf16_experts, mx_experts] {
     CaseRecipe r;
     draw_semantics(r);
     r.shape = m.shape;
@@ -324,6 +357,7 @@ rc::Gen<CaseRecipe> model(std::string_view name, int64_t max_case_bytes) {
     if (m.mode == RoutingMode::kHash) r.values.table = TableProfile::kDuplicates;
     draw_weight_format(r);  // last: every earlier field stays
     if (r.quant.weights == WeightFormat::kBf16) r.shape.experts = bf16_experts;
+    if (r.quant.weights == WeightFormat::kMxfp4) r.shape.experts = mx_experts;
     return r;
   });
 }

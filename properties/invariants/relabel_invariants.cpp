@@ -158,7 +158,9 @@ Invariant make_gscale_invariant() {
       "block scales x 2^k with global scale / 2^k leaves the output unchanged (per half, per expert)";
   inv.applies = [](const Kernel&, const CaseRecipe& r) {
     return r.quant.weights == WeightFormat::kNvfp4 ? std::string()
-                                                   : std::string("bf16 weights: no block or global scales");
+           : r.quant.weights == WeightFormat::kBf16
+               ? std::string("bf16 weights: no block or global scales")
+               : std::string("mxfp4 weights: no global scale (E8M0 block scales only)");
   };
   inv.check = [](CheckContext& ctx) -> Verdict {
     const Case& c = ctx.base_case();

@@ -30,6 +30,19 @@ class NvFp4Weights:
         return f"NvFp4Weights(codes={tuple(self.codes.shape)}, scales={tuple(self.scales.shape)})"
 
 
+class Mxfp4Weights:
+    """One MXFP4 projection of every expert, stacked (weight_format "mxfp4", gpt-oss's checkpoint layout): codes
+    [E+S, N, K/2] (uint8, two E2M1 codes a byte, low nibble = even column, like gpt-oss *.blocks) and scales
+    [E+S, N, K/32] (uint8 E8M0 bytes, like *.scales): value = e2m1(code) * 2^(scale - 127), scale 0xFF = NaN."""
+
+    def __init__(self, codes, scales):
+        self.codes = codes
+        self.scales = scales
+
+    def __repr__(self):
+        return f"Mxfp4Weights(codes={tuple(self.codes.shape)}, scales={tuple(self.scales.shape)})"
+
+
 class TensorConverter:
     """Turns wire arrays (numpy views of the received bytes) into the kernel's tensors: numpy arrays (bf16 as
     float32 values) or torch tensors on `device`. Each is a copy, made once per content (the worker caches it):
@@ -80,7 +93,8 @@ class Case:
     hash_table [vocab, k] int32 or None, a1_scale / a2_scale float32 [1] or [E+S] (activation global
     QUANTIZATION scales S_q). Weights (semantic, routed experts 0..E-1 then shared E..E+S-1): w_gate, w_up
     [E+S, I, H] and w_down [E+S, H, I] as NvFp4Weights, or, when weight_format is "bf16" (a kernel that lists
-    "bf16" in its weight_formats), as bf16 tensors of those shapes (torch.bfloat16, or float32 values in numpy).
+    "bf16" in its weight_formats), as bf16 tensors of those shapes (torch.bfloat16, or float32 values in numpy),
+    or, when it is "mxfp4" (a kernel that lists "mxfp4"), as Mxfp4Weights.
     `device` is where torch tensors live.
     """
 
@@ -106,6 +120,8 @@ class Case:
             if proj + ".codes" in weights:
                 setattr(self, proj, NvFp4Weights(get(weights, proj + ".codes"), get(weights, proj + ".scales"),
                                                  get(weights, proj + ".global_dequant")))
+            elif proj + ".mx_codes" in weights:
+                setattr(self, proj, Mxfp4Weights(get(weights, proj + ".mx_codes"), get(weights, proj + ".mx_scales")))
             elif proj in weights:
                 setattr(self, proj, get(weights, proj))
 

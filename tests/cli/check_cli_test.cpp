@@ -120,6 +120,19 @@ TEST_F(CheckCli, WeightFormatSelectsTheDrawnCases) {
   EXPECT_EQ(run_moefuzz({"check", "--weight-format", "fp8", "--cases", "1"}).exit_code, 2);
 }
 
+// --weight-format mxfp4: the MXFP4-only M1 mutant (last block scale read as 0xFF) is caught among
+// MXFP4 cases and is the correct kernel among bf16 ones.
+TEST_F(CheckCli, WeightFormatMxfp4SelectsTheDrawnCases) {
+  const RunResult mx =
+      run_moefuzz({"check", "--kernel", "mutant/m1-mx-scale-tail-unmasked", "--weight-format", "mxfp4",
+                   "--cases", "30", "--seed", "1", "--invariants", "ORACLE", "--out", (dir_ / "m").string()});
+  EXPECT_EQ(mx.exit_code, 1) << mx.output;
+  const RunResult bf16 =
+      run_moefuzz({"check", "--kernel", "mutant/m1-mx-scale-tail-unmasked", "--weight-format", "bf16",
+                   "--cases", "8", "--seed", "1", "--invariants", "ORACLE", "--out", (dir_ / "b").string()});
+  EXPECT_EQ(bf16.exit_code, 0) << bf16.output;
+}
+
 TEST_F(CheckCli, MutantIsCaughtAndItsFindingReplays) {
   const fs::path recipe = mutant_finding();
   ASSERT_FALSE(recipe.empty());

@@ -49,7 +49,8 @@ TEST(ExtremeValues, RsfAtTheEdgesOfTheAcceptedRangeGivesNoFalsePositive) {
 
 // Global dequantization scales at the extremes the recipe accepts: subnormal (every dequantized
 // weight of the matrix an fp32 subnormal, or flushed), the smallest subnormal, and huge (the GEMM
-// partial sums and the combine overflow). Cases with bf16 weights get the value as one weight.
+// partial sums and the combine overflow). Cases with bf16 weights get the value as one weight; cases
+// with MXFP4 weights an E8M0 extreme in the first block scale instead (codes 1, 0, 0xFE, 0xFF).
 TEST(ExtremeValues, GlobalScalesAtTheExtremesGiveNoFalsePositive) {
   const CheckOptions options{.invariants = select_invariants("all")};
   const auto gen = gen::recipe_for("small");
@@ -66,6 +67,11 @@ TEST(ExtremeValues, GlobalScalesAtTheExtremesGiveNoFalsePositive) {
             // bf16 weights have no global scale: the same extreme value as one weight of expert 0.
             const std::string w = std::string(tensor).replace(std::string(tensor).find(".global"), 7, ".w");
             r.edits.push_back(Edit{.tensor = w, .index = {0, 0, 0}, .value = value});
+          } else if (r.quant.weights == WeightFormat::kMxfp4) {
+            const std::string w =
+                std::string(tensor).replace(std::string(tensor).find(".global"), 7, ".mx_scale");
+            const double code = value == 0x1p-140 ? 1 : value == 1e-45 ? 0 : value == 0x1p100 ? 0xFE : 0xFF;
+            r.edits.push_back(Edit{.tensor = w, .index = {0, 0, 0}, .value = code});
           } else {
             r.edits.push_back(Edit{.tensor = tensor, .index = {0}, .value = value});
           }

@@ -78,3 +78,13 @@ def test_kernel_without_bf16_declines_bf16_weights(moefuzz, tmp_path):
                        env={"PYTHONPATH": f"{tmp_path}:{Path(__file__).resolve().parents[2]}"})
     assert declined.rc != 1, declined.out
     assert "weight_formats" in declined.out, declined.out
+
+
+def test_mxfp4_weights_reach_a_kernel_that_lists_them(moefuzz, tmp_path):
+    # numpy_gemm lists "mxfp4": on MXFP4-weight cases it receives Mxfp4Weights (packed codes, E8M0 scales) and
+    # must pass the oracle.
+    r = moefuzz("check", "--kernel", "py:examples.python.numpy_gemm:gemm", "--weight-format", "mxfp4", "--cases", 20,
+                "--seed", 5, "--invariants", "ORACLE", "--out", tmp_path / "out")
+    assert r.rc == 0, r.out
+    oracle = r.summary["invariants"]["ORACLE"]
+    assert oracle["pass"] >= 10, oracle
