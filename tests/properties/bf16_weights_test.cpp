@@ -14,6 +14,7 @@
 #include "kernels/registry.h"
 #include "properties/gen/recipe_gen.h"
 #include "properties/invariant.h"
+#include "support/weight_format_sweep.h"
 
 namespace moefuzz {
 namespace {
@@ -98,27 +99,8 @@ TEST(Bf16Weights, TinyScalesReachBf16Subnormals) {
 
 // Every correct CPU kernel, every cheap invariant, on generated bf16-weight cases (small shapes).
 TEST(Bf16Weights, CorrectKernelsPassEveryInvariant) {
-  const auto gen = gen::recipe(gen::ShapeClass::kSmall);
-  std::vector<CaseRecipe> cases;
-  for (uint64_t i = 0; cases.size() < 24 && i < 2000; ++i) {
-    CaseRecipe r = gen::sample(gen, 77, i);
-    if (r.quant.weights == WeightFormat::kBf16) cases.push_back(r);
-  }
-  ASSERT_EQ(cases.size(), 24u) << "the generator draws bf16 weights";
-  int oracle_compared = 0;
-  for (const char* name : {"cpu", "cpu-flashinfer", "cpu-trtllm"}) {
-    const auto kernel = make_kernel(name);
-    for (const CaseRecipe& r : cases) {
-      if (!kernel->supports(r).empty()) continue;
-      const Case c = materialize(r);
-      const CaseReport rep = check_case(*kernel, c, CheckOptions{.invariants = select_invariants("all")});
-      for (const Verdict& v : rep.verdicts) {
-        EXPECT_FALSE(v.failed()) << name << " " << v.signature() << ": " << v.message << "\n" << to_text(r);
-        if (v.invariant == "ORACLE" && v.outcome == Outcome::kPass) oracle_compared += v.compared > 0;
-      }
-    }
-  }
-  EXPECT_GT(oracle_compared, 48) << "ORACLE must judge (not skip) most bf16 cases";
+  EXPECT_GT(test_support::correct_kernels_pass_every_invariant(WeightFormat::kBf16, 24, 2000), 48)
+      << "ORACLE must judge (not skip) most bf16 cases";
 }
 
 // At model widths the worst-case propagation of GEMM1's bound through SiLU and GEMM2 outgrows the
