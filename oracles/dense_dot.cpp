@@ -94,6 +94,11 @@ std::vector<float> mxfp4_row_to_float(const Mxfp4Quantized& m, int64_t row) {
   return out;
 }
 
+std::vector<float> weight_row_to_float(WeightFormat format, const Bf16Matrix& b, const Mxfp4Quantized& m,
+                                       int64_t row) {
+  return format == WeightFormat::kMxfp4 ? mxfp4_row_to_float(m, row) : bf16_row_to_float(b.row(row));
+}
+
 W4A16Dot dense_dot_scalar(const DenseRow& x, const DenseRow& w) {
   check_lengths(x, w);
   double value = 0, abs_value = 0;

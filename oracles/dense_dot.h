@@ -20,7 +20,9 @@
 #include <span>
 #include <vector>
 
+#include "core/bf16_matrix.h"
 #include "core/mxfp4.h"
+#include "core/recipe.h"
 #include "oracles/exact_dot.h"
 
 namespace moefuzz {
@@ -39,6 +41,11 @@ std::vector<float> bf16_row_to_float(std::span<const uint16_t> bits);
 // Non-finite weights make the dot non-finite (left to FINITE). Example:
 //   std::vector<float> w = moefuzz::mxfp4_row_to_float(c.experts[e].mx.gate, o);
 std::vector<float> mxfp4_row_to_float(const Mxfp4Quantized& m, int64_t row);
+// Row `row` of one projection's weights in the recipe's non-NVFP4 format, widened exactly: the bf16
+// matrix for WeightFormat::kBf16, the MXFP4 one for kMxfp4 (the other is empty).
+//   std::vector<float> w = moefuzz::weight_row_to_float(format, W.bf16.down, W.mx.down, o);
+std::vector<float> weight_row_to_float(WeightFormat format, const Bf16Matrix& b, const Mxfp4Quantized& m,
+                                       int64_t row);
 
 // sum_i x_i w_i, certified (same length; throws InputError otherwise). Non-finite operands give a
 // non-finite value (callers leave such elements to FINITE).

@@ -33,10 +33,7 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
   if (c.recipe.quant.weights != WeightFormat::kNvfp4) {
     // W16A16 and MXFP4 W4A16: alpha is 1 (no global scale); weight row o is widened once per row
     // block (exact: bf16 values, or MXFP4 values decoded with the OCP decode, dense_dot.h).
-    const bool mx = c.recipe.quant.weights == WeightFormat::kMxfp4;
-    const auto widen = [mx](const Bf16Matrix& b, const Mxfp4Quantized& m, int64_t o) {
-      return mx ? mxfp4_row_to_float(m, o) : bf16_row_to_float(b.row(o));
-    };
+    const WeightFormat f = c.recipe.quant.weights;
     const double floor = dense_gemm_floor(H);
     std::vector<DenseRow> x(static_cast<size_t>(n));
     for (int64_t j = 0; j < n; ++j)
@@ -44,7 +41,8 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
     for (int64_t j0 = 0; j0 < n; j0 += kRowBlock) {
       const int64_t j1 = std::min(n, j0 + kRowBlock);
       for (int64_t o = 0; o < I; ++o) {
-        const std::vector<float> gw = widen(W.bf16.gate, W.mx.gate, o), uw = widen(W.bf16.up, W.mx.up, o);
+        const std::vector<float> gw = weight_row_to_float(f, W.bf16.gate, W.mx.gate, o),
+                                 uw = weight_row_to_float(f, W.bf16.up, W.mx.up, o);
         const DenseRow gr = dense_row(gw), ur = dense_row(uw);
         for (int64_t j = j0; j < j1; ++j)
           finish(j, o, w4a16_point_interval(dense_dot(x[static_cast<size_t>(j)], gr), sda1, gamma_h, floor),

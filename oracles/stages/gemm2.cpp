@@ -26,7 +26,6 @@ void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const Expert
   if (c.recipe.quant.weights != WeightFormat::kNvfp4) {
     // W16A16 and MXFP4 W4A16: the activation interval's centers and radii against weight row o
     // (bf16, or MXFP4 decoded exactly with the OCP decode, dense_dot.h), alpha 1.
-    const bool mx = c.recipe.quant.weights == WeightFormat::kMxfp4;
     const double floor = dense_gemm_floor(I);
     const std::vector<float>&hc = in.fp32.center, &hr = in.fp32.radius;
     std::vector<DenseRow> xc(static_cast<size_t>(n)), xr(static_cast<size_t>(n));
@@ -37,8 +36,7 @@ void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const Expert
     for (int64_t j0 = 0; j0 < n; j0 += kRowBlock) {
       const int64_t j1 = std::min(n, j0 + kRowBlock);
       for (int64_t o = 0; o < H; ++o) {
-        const std::vector<float> dw =
-            mx ? mxfp4_row_to_float(W.mx.down, o) : bf16_row_to_float(W.bf16.down.row(o));
+        const std::vector<float> dw = weight_row_to_float(c.recipe.quant.weights, W.bf16.down, W.mx.down, o);
         const DenseRow dr = dense_row(dw);
         for (int64_t j = j0; j < j1; ++j)
           finish(
