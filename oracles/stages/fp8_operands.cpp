@@ -107,6 +107,8 @@ bool fp8_quantize_point_row(const char* stage, const ExpandedRow& er, int64_t j,
   for (int64_t i = 0; i < K; ++i)
     out.deviation[static_cast<size_t>(j * K + i)] =
         fp8_point_deviation(x[static_cast<size_t>(i)], q.scales[static_cast<size_t>(i / kGroup)], m);
+  for (int64_t g = 0; g < G; ++g)  // kTriton: 2 ulps above the formula, or the next power of two
+    out.scale_max[static_cast<size_t>(j * G + g)] = 2.0 * q.scales[static_cast<size_t>(g)];
   out.has_deviation[static_cast<size_t>(j)] = 1;
   return true;
 }
@@ -158,13 +160,14 @@ bool fp8_quantize_interval_row(const char* stage, const ExpandedRow& er, int64_t
       point = point && lo[static_cast<size_t>(i)] == hi[static_cast<size_t>(i)] &&
               static_cast<double>(c[static_cast<size_t>(i)]) == lo[static_cast<size_t>(i)];
     }
+    const double s_max = fp8_scale_upper(a_hi, m), s_c = q.scales[static_cast<size_t>(g)];
+    out.scale_max[static_cast<size_t>(j * G + g)] = std::fmax(s_max, 2.0 * s_c);
     if (point) {
       for (int64_t i = g * kGroup; i < (g + 1) * kGroup; ++i)
         out.deviation[static_cast<size_t>(j * K + i)] =
             fp8_point_deviation(c[static_cast<size_t>(i)], q.scales[static_cast<size_t>(g)], m);
       continue;
     }
-    const double s_max = fp8_scale_upper(a_hi, m), s_c = q.scales[static_cast<size_t>(g)];
     for (int64_t i = g * kGroup; i < (g + 1) * kGroup; ++i) {
       const double l = lo[static_cast<size_t>(i)], h = hi[static_cast<size_t>(i)],
                    ci = c[static_cast<size_t>(i)];
@@ -221,7 +224,9 @@ void fp8_gemm_rows(const Fp8Operands& a, const DecodedFp8& decoded, int64_t j0, 
         extra += rw * sbb;
         const double sab = std::fabs(static_cast<double>(sa[static_cast<size_t>(b)]));
         const double m_b = dots[static_cast<size_t>(r)].block_abs_value(b);
+        // The kernel's P' sa', (P' sa') sb and (DeepGEMM) sa' sb with its own, possibly larger, scale.
         largest = std::fmax(largest, (2 * m_b * sab + rw) * std::fmax(1.0, sbb));
+        largest = std::fmax(largest, a.scale_max[static_cast<size_t>(j * B + b)] * sbb);
       }
       bound += extra * (1 + 0x1p-45) * deviation_factor(B, contract);
       if (!std::isfinite(bound) || 2 * largest >= kFp32Max ||

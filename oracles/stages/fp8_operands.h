@@ -34,6 +34,7 @@ struct Fp8Operands {
   std::vector<float> scales;           // rows * cols / 128
   std::vector<double> deviation;       // rows * cols; all zero where conditioned or exact
   std::vector<uint8_t> has_deviation;  // rows: some deviation of the row is nonzero
+  std::vector<double> scale_max;       // rows * cols / 128 where has_deviation: the kernel's largest scale
   std::vector<uint8_t> indeterminate;  // rows: nothing can be said (non-finite input)
   Fp8Operands(int64_t n, int64_t k)
       : rows(n),
@@ -42,6 +43,7 @@ struct Fp8Operands {
         scales(static_cast<size_t>(n * (k / kFp8ActivationGroup))),
         deviation(static_cast<size_t>(n * k)),
         has_deviation(static_cast<size_t>(n)),
+        scale_max(static_cast<size_t>(n * (k / kFp8ActivationGroup))),
         indeterminate(static_cast<size_t>(n)) {}
   std::span<const float> row_scales(int64_t j) const {
     const int64_t g = cols / kFp8ActivationGroup;
