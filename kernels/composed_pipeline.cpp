@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "core/bf16.h"
+#include "core/errors.h"
 #include "kernels/cpu/cpu_stages.h"
 #include "kernels/isolated_run.h"
 
@@ -62,6 +63,51 @@ std::string external_quantize(ExternalStages& stages, const std::vector<float>& 
   return stages.quantize(input, K, row_scale, q);
 }
 
+// The combine of res.gemm2 (outside or CPU), then the separate shared experts' add.
+std::string finish_combine(ExternalStages& stages, const cpu::CpuConfig& cfg, LayerResult& res,
+                           std::span<float> output) {
+  if (stages.implements(Stage::kCombine)) {
+    if (std::string err = stages.combine(*res.gemm2, res.routing, output); !err.empty()) return err;
+    // The separate shared-expert add belongs to the model, not the combine kernel: the same bf16
+    // add the CPU combine performs (cpu_stages.h, cpu_combine).
+    if (!res.shared_output.empty()) {
+      for (size_t i = 0; i < output.size() && i < res.shared_output.size(); ++i) {
+        const float sum = output[i] + res.shared_output[i];
+        output[i] = cfg.bf16_output ? round_to_bf16(sum) : sum;
+      }
+    }
+  } else {
+    cpu::cpu_combine(*res.gemm2, res.routing, res.shared_output, cfg, output);
+  }
+  return "";
+}
+
+// FP8 block W8A8 (weight_format fp8_block): the CPU quantizes each GEMM input per token group and runs
+// the FP8 GEMMs; an outside route, activation or combine stage takes its usual place. A quantize stage
+// is an NVFP4 quantizer, unused here as under W4A16; the GEMM stages' ABI carries no FP8 operands, so a
+// kernel with them declines FP8 cases in supports() (this is the backstop: moefuzz's limit, exit 2).
+std::string run_composed_fp8(const Case& c, ExternalStages& stages, const cpu::CpuConfig& cfg, float poison,
+                             LayerResult& res, std::span<float> output) {
+  if (stages.implements(Stage::kGemm1) || stages.implements(Stage::kGemm2))
+    throw InputError("an outside GEMM stage cannot take FP8 block W8A8 operands (weight_format fp8_block)");
+  const int64_t rows = res.routing.tokens * res.routing.slots, I = c.recipe.shape.inter;
+  std::string err;
+  res.fc1_fp8 = cpu::cpu_fp8_quantize_fc1(c, res.routing, cfg);
+  res.gemm1 = cpu::cpu_fp8_gemm1(c, res.routing, *res.fc1_fp8, cfg);
+  std::vector<float> act;
+  if (stages.implements(Stage::kActivation)) {
+    act.assign(static_cast<size_t>(rows * I), poison);
+    if (!(err = stages.activation(*res.gemm1, rows, act)).empty()) return err;
+  } else {
+    act = cpu::cpu_activation(*res.gemm1, rows, cfg);
+  }
+  res.activation = act;
+  res.fc2_fp8 = cpu::cpu_fp8_quantize_fc2(res.routing, act, cfg);
+  res.gemm2 = cpu::cpu_fp8_gemm2(c, res.routing, *res.fc2_fp8, cfg);
+  res.shared_output = cpu::cpu_shared_experts(c, cfg);
+  return finish_combine(stages, cfg, res, output);
+}
+
 }  // namespace
 
 const char* stage_name(Stage stage) {
@@ -106,6 +152,8 @@ std::string run_composed(const Profile& profile, const Case& c, const RunOptions
     route = cpu::cpu_route(c, cfg);
   }
   res.routing = route;
+
+  if (cfg.fp8) return run_composed_fp8(c, stages, cfg, poison, res, output);
 
   const bool external_quantizer = stages.implements(Stage::kQuantize) && cfg.w4a4;
   std::vector<float> a1(static_cast<size_t>(rows)), a2(static_cast<size_t>(rows));
@@ -166,20 +214,7 @@ std::string run_composed(const Profile& profile, const Case& c, const RunOptions
   res.gemm2 = g2;
 
   res.shared_output = cpu::cpu_shared_experts(c, cfg);
-  if (stages.implements(Stage::kCombine)) {
-    if (!(err = stages.combine(g2, route, output)).empty()) return err;
-    // The separate shared-expert add belongs to the model, not the combine kernel: the same bf16
-    // add the CPU combine performs (cpu_stages.h, cpu_combine).
-    if (!res.shared_output.empty()) {
-      for (size_t i = 0; i < output.size() && i < res.shared_output.size(); ++i) {
-        const float sum = output[i] + res.shared_output[i];
-        output[i] = cfg.bf16_output ? round_to_bf16(sum) : sum;
-      }
-    }
-  } else {
-    cpu::cpu_combine(g2, route, res.shared_output, cfg, output);
-  }
-  return "";
+  return finish_combine(stages, cfg, res, output);
 }
 
 }  // namespace moefuzz

@@ -17,6 +17,13 @@ std::vector<float> cpu_shared_experts(const Case& c, const CpuConfig& cfg) {
     all.slots = 1;
     all.ids.assign(static_cast<size_t>(T), static_cast<int32_t>(E + j));
     all.weights.assign(static_cast<size_t>(T), 1.0f);
+    if (cfg.fp8) {
+      const auto g1 = cpu_fp8_gemm1(c, all, cpu_fp8_quantize_fc1(c, all, cfg), cfg);
+      const auto act = cpu_activation(g1, T, cfg);
+      const auto g2 = cpu_fp8_gemm2(c, all, cpu_fp8_quantize_fc2(all, act, cfg), cfg);
+      for (size_t i = 0; i < sum.size(); ++i) sum[i] += g2[i];
+      continue;
+    }
     const auto fc1 = cpu_quantize_activations(c, all, cfg);
     const auto g1 = cpu_gemm1(c, all, fc1, cfg);
     const auto act = cpu_activation(g1, T, cfg);
@@ -32,6 +39,16 @@ std::vector<float> cpu_shared_experts(const Case& c, const CpuConfig& cfg) {
 void cpu_run_layer(const Case& c, const CpuConfig& cfg, LayerResult& result, std::span<float> output) {
   const int64_t rows = cfg.tokens * cfg.slots;
   result.routing = cpu_route(c, cfg);
+  if (cfg.fp8) {
+    result.fc1_fp8 = cpu_fp8_quantize_fc1(c, result.routing, cfg);
+    result.gemm1 = cpu_fp8_gemm1(c, result.routing, *result.fc1_fp8, cfg);
+    result.activation = cpu_activation(*result.gemm1, rows, cfg);
+    result.fc2_fp8 = cpu_fp8_quantize_fc2(result.routing, *result.activation, cfg);
+    result.gemm2 = cpu_fp8_gemm2(c, result.routing, *result.fc2_fp8, cfg);
+    result.shared_output = cpu_shared_experts(c, cfg);
+    cpu_combine(*result.gemm2, result.routing, result.shared_output, cfg, output);
+    return;
+  }
   result.fc1_input = cpu_quantize_activations(c, result.routing, cfg);
   result.gemm1 = cpu_gemm1(c, result.routing, result.fc1_input, cfg);
   result.activation = cpu_activation(*result.gemm1, rows, cfg);

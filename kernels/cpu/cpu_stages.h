@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "core/case.h"
+#include "core/fp8_group_quant.h"
 #include "core/index_products.h"
 #include "core/layer_io.h"
 #include "core/profile.h"
@@ -78,6 +79,14 @@ struct CpuDeviation {
   bool ragged_k_tile_dropped = false;         // SPEC-formats B7: bf16 GEMMs skip a ragged last 64-wide K tile
   bool mx_scale_tail_unmasked = false;        // SPEC-formats M1: MXFP4 last scale read as 0xFF (K % 64 != 0)
   bool mx_nan_sentinel_on_float = false;      // SPEC-formats M4: E8M0 NaN tested as decoded == 128
+  // FP8 block W8A8 (SPEC-formats.md §4 F-rows; kernels/cpu/cpu_fp8.cpp).
+  bool fp8_amax_floor_as_ceiling = false;   // F1: activation amax min(amax, 1e-4) instead of a floor
+  bool fp8_ue8m0_to_nearest = false;        // F4: UE8M0 activation scale rounded to the nearest power of 2
+  bool fp8_act_ue8m0_ignored = false;       // F5: fp32 activation scales under scale_fmt ue8m0
+  bool fp8_act_group_64 = false;            // quantizer groups of 64, GEMM one scale per 128 (stride)
+  bool fp8_per_tensor_act_scale = false;    // one activation scale for the whole tensor
+  bool fp8_scale_block_row_offset = false;  // F9: up half's weight-scale block row one too early in w13
+  bool fp8_scales_transposed = false;       // weight scales [nb][kb] read as [kb][nb]
 };
 
 // Everything a stage needs to know, as plain data (derived once per run).
@@ -99,7 +108,12 @@ struct CpuConfig {
   SharedFusion shared_fusion = SharedFusion::kSeparate;
   bool shared_weight_inv_rsf = true;  // fused shared weight 1/rsf before the rsf multiply (else 1)
   // Expert MLP (SPEC.md §1.5, §3).
-  bool w4a4 = true;                        // false: W4A16 (bf16 activations x FP4 weights)
+  bool w4a4 = true;  // false: W4A16 (bf16 activations x FP4 weights) or FP8
+  // FP8 block W8A8 (weight_format fp8_block): the GEMM inputs are quantized per token group with this
+  // variant (UE8M0 scales when fp8_ue8m0) and the GEMMs are cpu_fp8_gemm1/2 (cpu_fp8.cpp).
+  bool fp8 = false;
+  bool fp8_ue8m0 = false;
+  Fp8GroupQuantVariant fp8_act_quant = Fp8GroupQuantVariant::kVllmCuda;
   W13Order w13_order = W13Order::kGateUp;  // internal w13 layout; outputs are always semantic
   QuantizerVariant quantizer = QuantizerVariant::kFastMath;
   ZeroScaleRule zero_rule = ZeroScaleRule::kVecMaxTest;
@@ -151,9 +165,21 @@ std::vector<float> cpu_gemm2(const Case& c, const RoutingDecision& route,
                              const std::optional<QuantizedRows>& fc2_input, std::span<const float> activation,
                              const CpuConfig& cfg);
 
+// FP8 W8A8 (cfg.fp8; SPEC-formats.md §1, kernels/cpu/cpu_fp8.cpp): the GEMM inputs quantized per
+// expanded row and 128-column group (dynamic fp32 scales; core/fp8_group_quant.h), and the block-scaled
+// GEMMs (per 128-block exact E4M3 dot rounded to fp32, then fl(fl(P sa) sb) added in fp32, the bf16
+// rounding point of the profile). Outputs are shaped as cpu_gemm1 / cpu_gemm2's.
+Fp8GroupQuantized cpu_fp8_quantize_fc1(const Case& c, const RoutingDecision& route, const CpuConfig& cfg);
+Fp8GroupQuantized cpu_fp8_quantize_fc2(const RoutingDecision& route, std::span<const float> activation,
+                                       const CpuConfig& cfg);
+std::vector<float> cpu_fp8_gemm1(const Case& c, const RoutingDecision& route, const Fp8GroupQuantized& fc1,
+                                 const CpuConfig& cfg);
+std::vector<float> cpu_fp8_gemm2(const Case& c, const RoutingDecision& route, const Fp8GroupQuantized& fc2,
+                                 const CpuConfig& cfg);
+
 // Separate shared experts (SharedFusion::kSeparate): [T, H], each shared expert run through the same
-// NVFP4 MLP on every token, their bf16 outputs summed in fp32 then rounded to bf16. Empty when there
-// are none or they are fused into the top-k.
+// MLP (the recipe's formats) on every token, their bf16 outputs summed in fp32 then rounded to bf16. Empty
+// when there are none or they are fused into the top-k.
 std::vector<float> cpu_shared_experts(const Case& c, const CpuConfig& cfg);
 
 // Combine (SPEC.md §3.6): out[t] = round(sum_s w[t,s] * gemm2[t,s]) (x rsf iff combine_applies_rsf),
