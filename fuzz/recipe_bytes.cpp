@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/errors.h"
+#include "core/fp8_block_quant.h"
 #include "core/recipe_text.h"
 
 namespace moefuzz::fuzz {
@@ -95,12 +96,19 @@ bool clamp_to_limits(CaseRecipe& r, const ShapeLimits& lim) {
   ro.hash_score = wrap(ro.hash_score, kScoreFuncs);
   ro.scale_placement = wrap(ro.scale_placement, 2);
   ro.shared_fusion = wrap(ro.shared_fusion, 2);
-  r.quant.activations = wrap(r.quant.activations, 2);
+  r.quant.activations = wrap(r.quant.activations, 3);
   r.quant.act_scales = wrap(r.quant.act_scales, 2);
-  r.quant.weights = wrap(r.quant.weights, 3);
-  if (r.quant.weights != WeightFormat::kNvfp4) {  // W16A16 / W4A16: bf16 activations, no NVFP4 scale ratio
+  r.quant.weights = wrap(r.quant.weights, 4);
+  if (r.quant.weights == WeightFormat::kFp8Block) {  // W8A8: fp8_group activations, no NVFP4 scale ratio
+    r.quant.activations = ActivationFormat::kFp8Group;
+    r.quant.gate_up_scale_ratio = 1.0;
+  } else if (r.quant.weights != WeightFormat::kNvfp4) {  // W16A16 / W4A16: bf16 activations
     r.quant.activations = ActivationFormat::kBf16;
     r.quant.gate_up_scale_ratio = 1.0;
+  }
+  if (r.quant.weights != WeightFormat::kFp8Block) {
+    if (r.quant.activations == ActivationFormat::kFp8Group) r.quant.activations = ActivationFormat::kNvfp4;
+    r.quant.fp8_ue8m0 = false;
   }
   ValueProfile& v = r.values;
   v.logits = wrap(v.logits, kLogitProfiles);
@@ -121,6 +129,20 @@ bool clamp_to_limits(CaseRecipe& r, const ShapeLimits& lim) {
       r.quant.weights = WeightFormat::kNvfp4;
       s.hidden = clamp64(before.shape.hidden / 16 * 16, 16, lim.max_hidden);
       s.inter = clamp64(before.shape.inter / 16 * 16, 16, lim.max_inter);
+    }
+  }
+  if (r.quant.weights == WeightFormat::kFp8Block) {
+    // One 128x128 weight block along each of H and I at least: FP8 layers take H = I = 128 (H up to
+    // the limit's multiple of 128), past the target's inter limit (the smallest FP8 layer). Targets
+    // whose hidden limit is below 128 keep NVFP4 weights.
+    if (lim.max_hidden >= kFp8WeightBlock) {
+      s.hidden = clamp64((before.shape.hidden + kFp8WeightBlock - 1) / kFp8WeightBlock * kFp8WeightBlock,
+                         kFp8WeightBlock, lim.max_hidden / kFp8WeightBlock * kFp8WeightBlock);
+      s.inter = kFp8WeightBlock;
+    } else {
+      r.quant.weights = WeightFormat::kNvfp4;
+      r.quant.activations = ActivationFormat::kNvfp4;
+      r.quant.fp8_ue8m0 = false;
     }
   }
   s.experts = clamp64(s.experts, 1, lim.max_experts);
@@ -193,6 +215,14 @@ CaseRecipe decode_recipe_bytes(std::span<const uint8_t> bytes) {
   // MXFP4 weights (W4A16) where they are bf16, flag bit 6 is clear and bit 7 set.
   if ((flags & 16) && (flags & (64 | 128))) {
     r.quant.weights = (flags & 64) ? WeightFormat::kBf16 : WeightFormat::kMxfp4;
+    r.quant.gate_up_scale_ratio = 1.0;
+  }
+  // FP8 block W8A8 where the activations would be NVFP4 (bit 4 clear) and bits 6 and 7 are both set;
+  // bit 5 (per-expert activation scales, which FP8 does not read) then selects UE8M0 scales.
+  if (!(flags & 16) && (flags & 64) && (flags & 128)) {
+    r.quant.weights = WeightFormat::kFp8Block;
+    r.quant.activations = ActivationFormat::kFp8Group;
+    r.quant.fp8_ue8m0 = (flags & 32) != 0;
     r.quant.gate_up_scale_ratio = 1.0;
   }
   r.swiglu.limit = kLimits[in.u8() % kLimits.size()];

@@ -19,7 +19,8 @@
 namespace moefuzz::fuzz {
 
 // Upper bounds on a fuzz case. Chosen per target for speed; every bound is a number of elements,
-// not a tolerance.
+// not a tolerance. One exception: an FP8 block layer (weight_format fp8_block) has I = 128, its
+// smallest, above max_inter (and H a multiple of 128 up to max_hidden; below 128 it stays NVFP4).
 struct ShapeLimits {
   int64_t max_tokens = 8;
   int64_t max_hidden = 128;  // multiple of 16

@@ -139,17 +139,28 @@ void mutate_quant(CaseRecipe& r, Rng& rng) {
   static constexpr std::array<double, 4> kLimits = {std::numeric_limits<double>::infinity(), 7.0, 1.0, 0.25};
   switch (below(rng, 6)) {
     case 0:
+      if (r.quant.weights == WeightFormat::kFp8Block) {  // W8A8's only activation knob: UE8M0 scales
+        r.quant.fp8_ue8m0 = !r.quant.fp8_ue8m0;
+        break;
+      }
       r.quant.activations = r.quant.activations == ActivationFormat::kNvfp4 ? ActivationFormat::kBf16
                                                                             : ActivationFormat::kNvfp4;
       if (r.quant.activations == ActivationFormat::kNvfp4) r.quant.weights = WeightFormat::kNvfp4;
       break;
-    case 5:  // NVFP4 -> bf16 (W16A16) -> MXFP4 (W4A16) -> NVFP4 weights; the latter two need bf16 activations
-      r.quant.weights = r.quant.weights == WeightFormat::kNvfp4  ? WeightFormat::kBf16
-                        : r.quant.weights == WeightFormat::kBf16 ? WeightFormat::kMxfp4
-                                                                 : WeightFormat::kNvfp4;
-      if (r.quant.weights != WeightFormat::kNvfp4) {
+    case 5:  // NVFP4 -> bf16 (W16A16) -> MXFP4 (W4A16) -> FP8 block (W8A8) -> NVFP4 weights
+      r.quant.weights = r.quant.weights == WeightFormat::kNvfp4   ? WeightFormat::kBf16
+                        : r.quant.weights == WeightFormat::kBf16  ? WeightFormat::kMxfp4
+                        : r.quant.weights == WeightFormat::kMxfp4 ? WeightFormat::kFp8Block
+                                                                  : WeightFormat::kNvfp4;
+      r.quant.fp8_ue8m0 = false;
+      if (r.quant.weights == WeightFormat::kFp8Block) {  // clamp_to_limits makes H, I multiples of 128
+        r.quant.activations = ActivationFormat::kFp8Group;
+        r.quant.gate_up_scale_ratio = 1.0;
+      } else if (r.quant.weights != WeightFormat::kNvfp4) {
         r.quant.activations = ActivationFormat::kBf16;
         r.quant.gate_up_scale_ratio = 1.0;
+      } else if (r.quant.activations == ActivationFormat::kFp8Group) {
+        r.quant.activations = ActivationFormat::kNvfp4;
       }
       break;
     case 1:

@@ -19,22 +19,22 @@ namespace {
 
 // Sizes of each feature's range, in Feature order. The total is the counter array's length.
 constexpr std::array<uint32_t, static_cast<size_t>(Feature::kCount)> kSizes = {
-    48,         // kRoutingModeFlags: 3 modes x 2 x 2 x 2 x 2
-    8,          // kTokens
-    17,         // kHiddenTiles: H/16 = 1..16, 17 = more
-    17,         // kInterTiles
-    8 * 9,      // kExpertsTopK: 8 size buckets x k = 1..8, 9 = more
-    4,          // kZeroTokenExperts
-    3 * 3,      // kNearTie
-    2,          // kDuplicateIds
-    7 * 2,      // kFp4Threshold
-    3,          // kFp4Saturate
-    6,          // kScaleByte (5: S_q outside the calibrated range, not checked)
-    24 * 12,    // kRatio: up to 24 invariants x 12 log2 buckets
-    24 * 4,     // kOutcome
-    32,         // kValueProfile: 6+4+2+5+5+2+3 = 27 values
-    24 * 4,     // kEditTarget: up to 24 targets x 4 value classes
-    3 * 2 * 2,  // kQuantVariant
+    48,       // kRoutingModeFlags: 3 modes x 2 x 2 x 2 x 2
+    8,        // kTokens
+    17,       // kHiddenTiles: H/16 = 1..16, 17 = more
+    17,       // kInterTiles
+    8 * 9,    // kExpertsTopK: 8 size buckets x k = 1..8, 9 = more
+    4,        // kZeroTokenExperts
+    3 * 3,    // kNearTie
+    2,        // kDuplicateIds
+    7 * 2,    // kFp4Threshold
+    3,        // kFp4Saturate
+    6,        // kScaleByte (5: S_q outside the calibrated range, not checked)
+    24 * 12,  // kRatio: up to 24 invariants x 12 log2 buckets
+    24 * 4,   // kOutcome
+    32,       // kValueProfile: 6+4+2+5+5+2+3 = 27 values
+    32 * 4,   // kEditTarget: up to 32 targets x 4 value classes
+    18,       // kQuantVariant: NVFP4 / bf16 activations 0..11, FP8 12..16
 };
 constexpr std::array<uint32_t, kSizes.size()> offsets() {
   std::array<uint32_t, kSizes.size()> o{};
@@ -126,10 +126,14 @@ void note_recipe(const CaseRecipe& r) {
   note(Feature::kValueProfile, 17 + static_cast<uint32_t>(v.hidden));
   note(Feature::kValueProfile, 22 + static_cast<uint32_t>(v.act_scale));
   note(Feature::kValueProfile, 24 + static_cast<uint32_t>(v.load));
-  note(Feature::kQuantVariant, (r.quant.activations == ActivationFormat::kBf16 ? 6 : 0) +
-                                   (r.quant.act_scales == ActScaleMode::kPerExpert ? 3 : 0) +
-                                   (r.quant.gate_up_scale_ratio != 1.0 ? 1 : 0) +
-                                   (r.routing.routed_scaling_factor != 1.0 ? 1 : 0));
+  if (r.quant.activations == ActivationFormat::kFp8Group)  // FP8 W8A8: UE8M0 or fp32 scales
+    note(Feature::kQuantVariant,
+         12 + (r.quant.fp8_ue8m0 ? 3 : 0) + (r.routing.routed_scaling_factor != 1.0 ? 1 : 0));
+  else
+    note(Feature::kQuantVariant, (r.quant.activations == ActivationFormat::kBf16 ? 6 : 0) +
+                                     (r.quant.act_scales == ActScaleMode::kPerExpert ? 3 : 0) +
+                                     (r.quant.gate_up_scale_ratio != 1.0 ? 1 : 0) +
+                                     (r.routing.routed_scaling_factor != 1.0 ? 1 : 0));
   if (!r.edits.empty()) {
     const auto targets = edit_targets(r);
     for (const Edit& e : r.edits) {

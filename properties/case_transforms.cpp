@@ -54,6 +54,23 @@ Mxfp4Quantized pad_matrix(const Mxfp4Quantized& m, int64_t rows, int64_t cols) {
   return out;
 }
 
+// FP8 block weights: zero codes appended (whole 128x128 blocks: H and I are multiples of 128 before
+// and after), scale 1 for the new blocks, so every padded value is 0.
+Fp8BlockQuantized pad_matrix(const Fp8BlockQuantized& m, int64_t rows, int64_t cols) {
+  Fp8BlockQuantized out;
+  out.rows = rows;
+  out.cols = cols;
+  out.scale_rows = (rows + kFp8WeightBlock - 1) / kFp8WeightBlock;
+  out.scale_cols = (cols + kFp8WeightBlock - 1) / kFp8WeightBlock;
+  out.codes.assign(static_cast<size_t>(rows * cols), 0);
+  out.scales.assign(static_cast<size_t>(out.scale_rows * out.scale_cols), 1.0f);
+  for (int64_t r = 0; r < m.rows; ++r)
+    for (int64_t c = 0; c < m.cols; ++c) out.code(r, c) = m.code(r, c);
+  for (int64_t br = 0; br < m.scale_rows; ++br)
+    for (int64_t bc = 0; bc < m.scale_cols; ++bc) out.scale(br, bc) = m.scale(br, bc);
+  return out;
+}
+
 }  // namespace
 
 Case with_routed_scale(const Case& c, double s) {
@@ -144,8 +161,17 @@ Case pad_dims(const Case& c, int64_t new_hidden, int64_t new_inter) {
     std::copy_n(c.hidden.begin() + t * s.hidden, s.hidden, out.hidden.begin() + t * new_hidden);
   const bool bf16 = c.recipe.quant.weights == WeightFormat::kBf16;
   const bool mx = c.recipe.quant.weights == WeightFormat::kMxfp4;
+  const bool fp8 = c.recipe.quant.weights == WeightFormat::kFp8Block;
+  if (fp8 && (new_hidden % kFp8WeightBlock != 0 || new_inter % kFp8WeightBlock != 0))
+    throw std::invalid_argument("pad_dims: FP8 block weights need multiples of 128");
   for (size_t e = 0; e < c.experts.size(); ++e) {
     const ExpertWeights& w = c.experts[e];
+    if (fp8) {
+      out.experts[e].fp8 = {pad_matrix(w.fp8.gate, new_inter, new_hidden),
+                            pad_matrix(w.fp8.up, new_inter, new_hidden),
+                            pad_matrix(w.fp8.down, new_hidden, new_inter)};
+      continue;
+    }
     if (mx) {
       out.experts[e].mx = {pad_matrix(w.mx.gate, new_inter, new_hidden),
                            pad_matrix(w.mx.up, new_inter, new_hidden),

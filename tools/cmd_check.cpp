@@ -87,9 +87,11 @@ void add_check_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--time", a.seconds, "Seconds to run")->check(CLI::PositiveNumber);
   cmd->add_option("--seed", a.seed, "Root seed (default: from the clock, printed)");
   cmd->add_option("--shapes", a.shapes, "small | medium | large | model:NAME")->capture_default_str();
-  cmd->add_option("--weight-format", a.weight_format,
-                  "Check only drawn cases with these weights: nvfp4 | bf16 | mxfp4 (default: every case)")
-      ->check(CLI::IsMember({"nvfp4", "bf16", "mxfp4"}));
+  cmd->add_option(
+         "--weight-format", a.weight_format,
+         "Check only drawn cases with these weights: nvfp4 | bf16 | mxfp4 | fp8_block (default: every "
+         "case)")
+      ->check(CLI::IsMember({"nvfp4", "bf16", "mxfp4", "fp8_block"}));
   cmd->add_option("--invariants", a.invariants, "Comma-separated invariant codes, or all")
       ->capture_default_str();
   cmd->add_option("--tier", a.tier, "standard | large (adds OVF and DRIFT)")
@@ -130,9 +132,10 @@ void add_check_command(CLI::App& app, int& exit_code) {
     o.seed = a.seed;
     o.shapes = a.shapes;
     if (!a.weight_format.empty())
-      o.weight_format = a.weight_format == "bf16"    ? WeightFormat::kBf16
-                        : a.weight_format == "mxfp4" ? WeightFormat::kMxfp4
-                                                     : WeightFormat::kNvfp4;
+      o.weight_format = a.weight_format == "bf16"        ? WeightFormat::kBf16
+                        : a.weight_format == "mxfp4"     ? WeightFormat::kMxfp4
+                        : a.weight_format == "fp8_block" ? WeightFormat::kFp8Block
+                                                         : WeightFormat::kNvfp4;
     o.invariants = select_invariants(a.invariants);
     if (a.tier == "large")
       for (const auto& inv : invariant_registry())

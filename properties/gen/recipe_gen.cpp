@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "core/errors.h"
+#include "core/fp8_block_quant.h"
 #include "core/mxfp4.h"
 #include "core/recipe_text.h"
 #include "core/rng.h"
@@ -252,6 +253,35 @@ void draw_weight_format(CaseRecipe& r) {
   }
 }
 
+// FP8 block W8A8 (weight_format fp8_block, SPEC-formats.md §1) for a share of the cases that still
+// have NVFP4 weights: one in two where H and I are already multiples of 128 (large shapes, models),
+// one in four of the others with H and I rounded up to the next multiple of 128 (so the small and
+// medium classes, whose H and I rarely are, reach FP8 layers too; not the widened many-expert cases).
+// UE8M0 scales (fp8_scales = ue8m0) one FP8 case in two. Drawn last: every other field of a seed's
+// case stays as it was. A value corner's global-scale edit becomes the same value written into the
+// first block scale of that expert's matrix (an fp32 multiplier: subnormal-making or overflowing).
+void draw_fp8(CaseRecipe& r) {
+  if (r.quant.weights != WeightFormat::kNvfp4 || r.shape.experts > 256) return;
+  const bool aligned = r.shape.hidden % kFp8WeightBlock == 0 && r.shape.inter % kFp8WeightBlock == 0;
+  // The last value of the range, so that size 0 (the first and the shrunk cases) stays NVFP4 and tiny.
+  const int share = aligned ? 2 : 4;
+  if (*rc::gen::inRange(0, share) != share - 1) return;
+  const auto round_up = [](int64_t v) {
+    return (v + kFp8WeightBlock - 1) / kFp8WeightBlock * kFp8WeightBlock;
+  };
+  r.shape.hidden = round_up(r.shape.hidden);
+  r.shape.inter = round_up(r.shape.inter);
+  r.quant.weights = WeightFormat::kFp8Block;
+  r.quant.activations = ActivationFormat::kFp8Group;
+  r.quant.gate_up_scale_ratio = 1.0;
+  r.quant.fp8_ue8m0 = *one_of<bool>({false, true});
+  for (Edit& e : r.edits) {
+    if (e.tensor != "gate.global" && e.tensor != "down.global") continue;
+    e.tensor = e.tensor == "gate.global" ? "gate.fp8_scale" : "down.fp8_scale";
+    e.index = {e.index.at(0), 0, 0};
+  }
+}
+
 }  // namespace
 
 rc::Gen<CaseRecipe> recipe(ShapeClass shapes) {
@@ -275,6 +305,7 @@ rc::Gen<CaseRecipe> recipe(ShapeClass shapes) {
     if (small && *rc::gen::inRange(0, 16) == 15) widen_experts(r, *one_of<int64_t>({384, 512, 1280}));
     draw_value_corner(r);   // last too, for the same reason
     draw_weight_format(r);  // and after it (it rewrites the corner's edit)
+    draw_fp8(r);            // and after that (NVFP4-weight cases only)
     return r;
   });
 }
@@ -297,9 +328,10 @@ const ModelShape& model_named(std::string_view name) {
 // act-scale mode; bf16 weights come with bf16 activations only).
 int64_t largest_draw_bytes(const ModelShape& m, int64_t experts, WeightFormat w) {
   int64_t largest = 0;
-  for (ActivationFormat a : {ActivationFormat::kNvfp4, ActivationFormat::kBf16})
+  for (ActivationFormat a : {ActivationFormat::kNvfp4, ActivationFormat::kBf16, ActivationFormat::kFp8Group})
     for (ActScaleMode s : {ActScaleMode::kGlobal, ActScaleMode::kPerExpert}) {
-      if (w != WeightFormat::kNvfp4 && a != ActivationFormat::kBf16) continue;
+      if ((w == WeightFormat::kFp8Block) != (a == ActivationFormat::kFp8Group)) continue;
+      if (w != WeightFormat::kNvfp4 && w != WeightFormat::kFp8Block && a != ActivationFormat::kBf16) continue;
       CaseRecipe r;
       r.shape = m.shape;
       r.shape.tokens = kModelMaxTokens;
@@ -336,7 +368,9 @@ rc::Gen<CaseRecipe> model(std::string_view name, int64_t max_case_bytes) {
   const int64_t bf16_experts = model_routed_experts(name, max_case_bytes, WeightFormat::kBf16);
   // MXFP4 codes are stored one a byte (core/mxfp4.h): about 2x the NVFP4 bytes.
   const int64_t mx_experts = model_routed_experts(name, max_case_bytes, WeightFormat::kMxfp4);
-  return rc::gen::exec([m, bf16_experts, mx_experts] {
+  // FP8 codes are one a byte: about 2x the NVFP4 bytes (only models with H, I multiples of 128).
+  const int64_t fp8_experts = model_routed_experts(name, max_case_bytes, WeightFormat::kFp8Block);
+  return rc::gen::exec([m, bf16_experts, mx_experts, fp8_experts] {
     CaseRecipe r;
     draw_semantics(r);
     r.shape = m.shape;
@@ -358,6 +392,11 @@ rc::Gen<CaseRecipe> model(std::string_view name, int64_t max_case_bytes) {
     draw_weight_format(r);  // last: every earlier field stays
     if (r.quant.weights == WeightFormat::kBf16) r.shape.experts = bf16_experts;
     if (r.quant.weights == WeightFormat::kMxfp4) r.shape.experts = mx_experts;
+    // FP8 where the model's H and I are multiples of 128 (DeepSeek-V3, Qwen3; not gpt-oss's 2880).
+    if (r.shape.hidden % kFp8WeightBlock == 0 && r.shape.inter % kFp8WeightBlock == 0) {
+      draw_fp8(r);
+      if (r.quant.weights == WeightFormat::kFp8Block) r.shape.experts = fp8_experts;
+    }
     return r;
   });
 }

@@ -157,10 +157,11 @@ Invariant make_gscale_invariant() {
   inv.description =
       "block scales x 2^k with global scale / 2^k leaves the output unchanged (per half, per expert)";
   inv.applies = [](const Kernel&, const CaseRecipe& r) {
-    return r.quant.weights == WeightFormat::kNvfp4 ? std::string()
-           : r.quant.weights == WeightFormat::kBf16
-               ? std::string("bf16 weights: no block or global scales")
-               : std::string("mxfp4 weights: no global scale (E8M0 block scales only)");
+    return r.quant.weights == WeightFormat::kNvfp4  ? std::string()
+           : r.quant.weights == WeightFormat::kBf16 ? std::string("bf16 weights: no block or global scales")
+           : r.quant.weights == WeightFormat::kMxfp4
+               ? std::string("mxfp4 weights: no global scale (E8M0 block scales only)")
+               : std::string("fp8_block weights: no global scale (fp32 128x128 block scales only)");
   };
   inv.check = [](CheckContext& ctx) -> Verdict {
     const Case& c = ctx.base_case();

@@ -72,6 +72,11 @@ TEST(ExtremeValues, GlobalScalesAtTheExtremesGiveNoFalsePositive) {
                 std::string(tensor).replace(std::string(tensor).find(".global"), 7, ".mx_scale");
             const double code = value == 0x1p-140 ? 1 : value == 1e-45 ? 0 : value == 0x1p100 ? 0xFE : 0xFF;
             r.edits.push_back(Edit{.tensor = w, .index = {0, 0, 0}, .value = code});
+          } else if (r.quant.weights == WeightFormat::kFp8Block) {
+            // FP8 block weights: the same extreme value as the first 128x128 block scale (a multiplier).
+            const std::string w =
+                std::string(tensor).replace(std::string(tensor).find(".global"), 7, ".fp8_scale");
+            r.edits.push_back(Edit{.tensor = w, .index = {0, 0, 0}, .value = value});
           } else {
             r.edits.push_back(Edit{.tensor = tensor, .index = {0}, .value = value});
           }
