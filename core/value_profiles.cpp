@@ -274,9 +274,9 @@ Mxfp4Quantized mxfp4_weights_from(const Nvfp4Matrix& m, const Stream& s, WeightP
 //     matrix), and one block in 4 saturates: every element at +-amax, so every code is +-448 (0x7E/0xFE);
 //   tiny_scales: drawn at normal magnitude (the NVFP4 tiny global scale would push every block under
 //     the 1e-4 amax floor: zero codes, not tiny scales), then all scales of the matrix times the power
-//     of two that puts the largest in [2^t, 2^(t+1)), t in [-40, -20] (1e-12 .. 2e-6; weight scales ~1e-8 made
-//     trtllm_fp8_block_scale_moe inaccurate, SPEC-formats.md §4 F6). Powers of two keep UE8M0 scales
-//     powers of two, and the codes stay those of the quantizer.
+//     of two that puts the largest in [2^t, 2^(t+1)), t in [-40, -20] (1e-12 .. 2e-6; weight scales
+//     ~1e-8 made trtllm_fp8_block_scale_moe inaccurate, SPEC-formats.md §4 F6). Powers of two keep
+//     UE8M0 scales powers of two, and the codes stay those of the quantizer.
 constexpr int kFp8WideSpread = 12;
 constexpr int kFp8TinyTop[2] = {-40, -20};
 

@@ -8,11 +8,6 @@
 #include "kernels/kernel.h"
 
 namespace moefuzz::cpu {
-namespace {
-
-constexpr bool kFp8OracleStages = false;
-
-}  // namespace
 
 CpuConfig make_cpu_config(const CaseRecipe& r, const Profile& p, const RunOptions& opts) {
   if (opts.tactic < 0 || opts.tactic >= kCpuTactics)
@@ -49,6 +44,9 @@ CpuConfig make_cpu_config(const CaseRecipe& r, const Profile& p, const RunOption
   c.w4a4 = r.quant.activations == ActivationFormat::kNvfp4;
   c.fp8 = r.quant.weights == WeightFormat::kFp8Block;
   c.fp8_ue8m0 = r.quant.fp8_ue8m0;
+  // The claimed profile's activation quantizer (kTriton is computed with the vLLM CUDA formula, which
+  // the oracle admits for it; core/fp8_group_quant.h).
+  c.fp8_act_quant = p.fp8_act_quant;
   c.w13_order = p.w13_order;
   c.quantizer = p.quantizer;
   c.zero_rule = p.zero_scale_rule;
@@ -71,10 +69,6 @@ std::string cpu_supports(const CaseRecipe& r) {
   // Per-expert decoded weight tiles are [K, 64] floats and intermediates [T*slots, max(2I, H)]
   // floats; the case's own byte cap (estimate_case_bytes) bounds both to a few times the case size.
   if (r.shape.hidden % 16 != 0 || r.shape.inter % 16 != 0) return "H and I must be multiples of 16";
-  // The FP8 path (cpu_fp8.cpp) runs, but until the oracle has its FP8 stages no check could judge it:
-  // FP8 cases are declined here (one switch, set when the FP8 oracle lands).
-  if (r.quant.weights == WeightFormat::kFp8Block && !kFp8OracleStages)
-    return "fp8_block weights (W8A8): the oracle's FP8 stages are not in this build yet";
   if (r.routing.mode == RoutingMode::kSigmoidGrouped && r.shape.experts % r.shape.n_group != 0)
     return "n_group must divide E";
   return "";

@@ -55,5 +55,6 @@ void add_execution_mutants(std::vector<KernelEntry>& out);
 void add_index_overflow_mutants(std::vector<KernelEntry>& out);
 void add_bf16_weight_mutants(std::vector<KernelEntry>& out);
 void add_mxfp4_weight_mutants(std::vector<KernelEntry>& out);
+void add_fp8_block_mutants(std::vector<KernelEntry>& out);
 
 }  // namespace moefuzz::mutants

@@ -14,6 +14,7 @@ void add_mutant_kernels(std::vector<KernelEntry>& out) {
   mutants::add_index_overflow_mutants(out);
   mutants::add_bf16_weight_mutants(out);
   mutants::add_mxfp4_weight_mutants(out);
+  mutants::add_fp8_block_mutants(out);
 }
 
 }  // namespace moefuzz

@@ -263,9 +263,10 @@ void draw_weight_format(CaseRecipe& r) {
 void draw_fp8(CaseRecipe& r) {
   if (r.quant.weights != WeightFormat::kNvfp4 || r.shape.experts > 256) return;
   const bool aligned = r.shape.hidden % kFp8WeightBlock == 0 && r.shape.inter % kFp8WeightBlock == 0;
-  // The last value of the range, so that size 0 (the first and the shrunk cases) stays NVFP4 and tiny.
-  const int share = aligned ? 2 : 4;
-  if (*rc::gen::inRange(0, share) != share - 1) return;
+  // At every size but 0 (the first cases of a run stay tiny), shrinking toward NVFP4.
+  const int size = *rc::gen::withSize([](int s) { return rc::gen::just(s); });
+  if (size == 0) return;
+  if (*(aligned ? one_of<int>({0, 1}) : one_of<int>({0, 0, 0, 1})) != 1) return;
   const auto round_up = [](int64_t v) {
     return (v + kFp8WeightBlock - 1) / kFp8WeightBlock * kFp8WeightBlock;
   };

@@ -1,17 +1,21 @@
-// FP8 block-scaled W8A8 layers (weight_format fp8_block; SPEC-formats.md §1) in the generators and the
-// case transforms: the generators draw FP8 cases (valid, H and I multiples of 128, UE8M0 half the
-// time, value corners moved onto block scales), PAD's zero padding leaves an FP8 layer's output
-// unchanged on the CPU kernel, and CANARY's fingerprint covers the FP8 tensors.
+// FP8 block-scaled W8A8 layers (weight_format fp8_block; SPEC-formats.md §1) in the generators, the
+// case transforms and the checks: the generators draw FP8 cases (valid, H and I multiples of 128, UE8M0
+// half the time, value corners moved onto block scales), PAD's zero padding leaves an FP8 layer's
+// output unchanged on the CPU kernel, CANARY's fingerprint covers the FP8 tensors, every correct CPU
+// kernel passes every cheap invariant on FP8 cases, and ORACLE kills every FP8 mutant.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "core/case.h"
 #include "core/recipe_text.h"
+#include "drivers/check_engine.h"
 #include "kernels/canary.h"
 #include "kernels/registry.h"
 #include "properties/case_transforms.h"
 #include "properties/gen/recipe_gen.h"
+#include "properties/invariant.h"
+#include "support/weight_format_sweep.h"
 
 namespace moefuzz {
 namespace {
@@ -96,6 +100,51 @@ TEST(Fp8BlockWeights, CanaryFingerprintCoversTheFp8Tensors) {
   c.experts[1].fp8.down.codes[5] ^= 1;
   c.experts[0].fp8.up.scales[0] *= 2;
   EXPECT_NE(case_fingerprint(c), before);
+}
+
+// Every correct CPU kernel, every cheap invariant, on generated FP8 cases (small shapes).
+TEST(Fp8BlockWeights, CorrectKernelsPassEveryInvariant) {
+  EXPECT_GT(test_support::correct_kernels_pass_every_invariant(WeightFormat::kFp8Block, 12, 4000), 24)
+      << "ORACLE must judge (not skip) most FP8 cases";
+}
+
+// A mutant fails ORACLE on `fp8` (and the correct kernel passes it); its domain is FP8 only.
+void expect_killed_by_the_oracle(const char* mutant_name, const CaseRecipe& fp8) {
+  const auto mutant = make_kernel(mutant_name);
+  const auto correct = make_kernel("cpu");
+  ASSERT_EQ(mutant->supports(fp8), "");
+  const CheckOptions only_oracle{.invariants = {&invariant_by_code("ORACLE")}};
+  const Case c = materialize(fp8);
+  const CaseReport bad = check_case(*mutant, c, only_oracle);
+  ASSERT_EQ(bad.verdicts.size(), 1u);
+  EXPECT_TRUE(bad.verdicts[0].failed()) << mutant_name << ": " << bad.verdicts[0].message;
+  const CaseReport good = check_case(*correct, c, only_oracle);
+  EXPECT_EQ(good.verdicts[0].outcome, Outcome::kPass) << good.verdicts[0].message;
+  CaseRecipe nv = fp8;
+  nv.quant.weights = WeightFormat::kNvfp4;
+  nv.quant.activations = ActivationFormat::kNvfp4;
+  nv.quant.fp8_ue8m0 = false;
+  EXPECT_NE(mutant->supports(nv), "") << mutant_name << " declines the other weight formats";
+}
+
+CaseRecipe fp8_case(bool ue8m0) {
+  CaseRecipe r;
+  r.seed = 31;
+  r.shape = {.tokens = 4, .hidden = 256, .inter = 256, .experts = 4, .top_k = 2};
+  r.quant.weights = WeightFormat::kFp8Block;
+  r.quant.activations = ActivationFormat::kFp8Group;
+  r.quant.fp8_ue8m0 = ue8m0;
+  r.values.hidden = HiddenProfile::kTokenSpread;
+  return r;
+}
+
+TEST(Fp8BlockWeights, EveryFp8MutantIsKilledByTheOracle) {
+  for (const char* m :
+       {"mutant/f1-amax-floor-as-ceiling", "mutant/f9-scale-block-row-offset",
+        "mutant/f-kmajor-scale-transposed", "mutant/f-act-group-64", "mutant/f-per-tensor-act-scale"})
+    expect_killed_by_the_oracle(m, fp8_case(false));
+  for (const char* m : {"mutant/f3-ue8m0-not-rounded-up", "mutant/f5-act-ue8m0-ignored"})
+    expect_killed_by_the_oracle(m, fp8_case(true));
 }
 
 }  // namespace
