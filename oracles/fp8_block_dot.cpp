@@ -86,6 +86,8 @@ DecodedFp8::DecodedFp8(int64_t rows, int64_t cols)
   const size_t n = static_cast<size_t>(rows * blocks_ * kFp8DotBlock);
   code_.assign(n, 0);
   value_.assign(n, 0.0);
+  if (fp8_block_dot_loop_available(Fp8DotLoop::kAvx512))
+    interleaved_.assign(static_cast<size_t>(rows * groups() * 8 * kFp8DotBlock), 0.0);
   nan_.assign(static_cast<size_t>(rows), 0);
 }
 
@@ -112,6 +114,17 @@ void DecodedFp8::set_row(int64_t r, std::span<const uint8_t> codes) {
     value_[base + static_cast<size_t>(i)] = v;
   }
   nan_[static_cast<size_t>(r)] = nan ? 1 : 0;
+  if (!interleaved_.empty()) {
+    const uint8_t* order = detail::fp8_interleave_order();
+    double* t = interleaved_.data() + r * groups() * 8 * kFp8DotBlock;
+    for (int64_t g = 0; g < groups(); ++g)
+      for (int64_t p = 0; p < kFp8DotBlock; ++p)
+        for (int64_t j = 0; j < 8; ++j) {
+          const int64_t b = 8 * g + j;
+          t[(g * kFp8DotBlock + p) * 8 + j] =
+              b < blocks_ ? value_[base + static_cast<size_t>(b * kFp8DotBlock + order[p])] : 0.0;
+        }
+  }
 }
 
 double DecodedFp8::operand(int64_t r, int64_t i) const {

@@ -65,11 +65,19 @@ class DecodedFp8 {
   const uint8_t* code_row(int64_t r) const { return code_.data() + r * blocks_ * kFp8DotBlock; }
   // n * 2^17 (n = value * 2^9, an integer); NaN codes give 0.
   const double* value_row(int64_t r) const { return value_.data() + r * blocks_ * kFp8DotBlock; }
+  // The same values interleaved for the AVX-512 loop (oracles/fp8_block_dot_loops.h): per group of
+  // 8 blocks, 128 positions of 8 doubles, one per block (position p holds element
+  // detail::fp8_interleave_order()[p] of each block; missing blocks 0). Empty (nullptr) unless the
+  // CPU runs that loop.
+  const double* interleaved_row(int64_t r) const {
+    return interleaved_.empty() ? nullptr : interleaved_.data() + r * groups() * 8 * kFp8DotBlock;
+  }
+  int64_t groups() const { return (blocks_ + 7) / 8; }  // groups of 8 blocks
 
  private:
   int64_t rows_ = 0, cols_ = 0, blocks_ = 0;
   std::vector<uint8_t> code_;
-  std::vector<double> value_;
+  std::vector<double> value_, interleaved_;
   std::vector<uint8_t> nan_;
 };
 

@@ -4,6 +4,7 @@
 // Exactness is the header's (oracles/fp8_block_dot.h): products n_a * n_w are integers below 2^35.7
 // and every partial sum of a block an integer below 2^43, exact in double in any order.
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 #if defined(__x86_64__)
@@ -19,9 +20,10 @@ namespace {
 
 #define MOEFUZZ_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
 // GCC 12's avx512fintrin.h passes _mm512_undefined_* operands to its builtins, which
-// -Wmaybe-uninitialized reports in every caller (a header false positive, not this file's).
+// -W(maybe-)uninitialized reports in every caller (a header false positive, not this file's).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 
 // 32 E4M3 bytes to four vectors of 8 doubles (elements 0-7, 8-15, 16-23, 24-31), each the E4M3 value
@@ -43,52 +45,90 @@ MOEFUZZ_AVX512 inline void decode32(const uint8_t* bytes, __m512d w[4], __mmask3
   w[3] = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f1), 1)));
 }
 
-// The block's sum and magnitude sum of one row from its two accumulators, reduced together
-// (integer-valued lanes below 2^43: exact in any order) and converted to int64 by one instruction.
-MOEFUZZ_AVX512 inline void store_block(__m512d s, __m512d m, int64_t* sum, int64_t* abs_sum) {
-  const __m256d s4 = _mm256_add_pd(_mm512_castpd512_pd256(s), _mm512_extractf64x4_pd(s, 1));
-  const __m256d m4 = _mm256_add_pd(_mm512_castpd512_pd256(m), _mm512_extractf64x4_pd(m, 1));
-  const __m256d h = _mm256_hadd_pd(s4, m4);  // s0+s1, m0+m1, s2+s3, m2+m3
-  const __m128i i = _mm_cvtpd_epi64(_mm_add_pd(_mm256_castpd256_pd128(h), _mm256_extractf128_pd(h, 1)));
-  *sum = _mm_cvtsi128_si64(i);
-  *abs_sum = _mm_extract_epi64(i, 1);
+// Bytes 0..63 of 8 blocks (block j at src + j * stride) transposed: each of the 8 output vectors
+// holds 8 positions, each position one element of all 8 blocks (byte j = block j). Three rounds of
+// unpacks (bytes, words, dwords) within 128-bit lanes; the element order they leave is whatever it
+// is: fp8_interleave_order() records it by transposing the identity.
+MOEFUZZ_AVX512 inline void transpose_8x64(const uint8_t* src, int64_t stride, __m512i out[8]) {
+  __m512i x[8], a[8], b[8];
+#pragma GCC unroll 8
+  for (int j = 0; j < 8; ++j) x[j] = _mm512_loadu_si512(src + j * stride);
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {  // a: blocks 2k, 2k+1 byte-interleaved (low, high half of each lane)
+    a[2 * k] = _mm512_unpacklo_epi8(x[2 * k], x[2 * k + 1]);
+    a[2 * k + 1] = _mm512_unpackhi_epi8(x[2 * k], x[2 * k + 1]);
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h)  // b: blocks 4h..4h+3 word-interleaved
+#pragma GCC unroll 2
+    for (int k = 0; k < 2; ++k) {
+      b[4 * h + 2 * k] = _mm512_unpacklo_epi16(a[4 * h + k], a[4 * h + 2 + k]);
+      b[4 * h + 2 * k + 1] = _mm512_unpackhi_epi16(a[4 * h + k], a[4 * h + 2 + k]);
+    }
+#pragma GCC unroll 4
+  for (int k = 0; k < 4; ++k) {  // all 8 blocks: one element per qword
+    out[2 * k] = _mm512_unpacklo_epi32(b[k], b[4 + k]);
+    out[2 * k + 1] = _mm512_unpackhi_epi32(b[k], b[4 + k]);
+  }
 }
 
-// NR (1..8) activation rows against one weight row: per block, each 32-byte piece is decoded into
-// 4 + 4 registers (values, magnitudes) and used by every row: one load, one AND and two FMAs per row
-// and 8 products (a stored magnitude table instead of the AND measured slower: twice the bytes). A
-// accumulators per sum and row keep >= 8 independent FMA chains (latency 4, two FMA ports); 2 * NR * A + 8 <=
-// 32 registers.
+// One group of 8 blocks of 128 bytes (block j at src + j * kFp8DotBlock) into 128 positions of 8
+// bytes (dst, 1 KB).
+MOEFUZZ_AVX512 inline void transpose_group(const uint8_t* src, uint8_t* dst) {
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    __m512i t[8];
+    transpose_8x64(src + 64 * h, kFp8DotBlock, t);
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) _mm512_store_si512(dst + 512 * h + 64 * k, t[k]);
+  }
+}
+
+// NR (1..8) activation rows (interleaved tables) against one weight row, 8 blocks at a time: each
+// FMA lane belongs to one block, so a group's accumulators ARE its 8 block sums (no per-block
+// reduction). Per group the weight's 1 KB is transposed once and decoded 32 bytes (4 positions) at a
+// time into 4 + 4 registers (values, magnitudes) used by every row: one load, one AND and two FMAs
+// per row and 8 products. A accumulators per sum and row keep >= 8 independent FMA chains (latency
+// 4, two FMA ports); 2 * NR * A + 8 <= 32 registers.
 template <int NR>
-MOEFUZZ_AVX512 void rows_avx512(const double* const* av, const uint8_t* codes, int64_t full,
-                                const uint8_t* tail, int64_t blocks, int64_t* const* sums,
-                                int64_t* const* abs_sums, __mmask32& nan_out) {
+MOEFUZZ_AVX512 void rows_avx512(const double* const* tv, const uint8_t* codes, int64_t cols, int64_t blocks,
+                                int64_t* const* sums, int64_t* const* abs_sums, __mmask32& nan_out) {
   __mmask32 nan = 0;  // a local: the reference would be stored to memory at every update
   constexpr int A = NR >= 4 ? 1 : (NR == 1 ? 4 : 2);
-  for (int64_t b = 0; b < blocks; ++b) {
-    const uint8_t* wb = b < full ? codes + b * kFp8DotBlock : tail;
-    const int64_t off = b * kFp8DotBlock;
+  constexpr int64_t kGroup = 8 * kFp8DotBlock;
+  const int64_t groups = (blocks + 7) / 8, full = cols / kGroup;  // groups whose bytes are all in the row
+  alignas(64) uint8_t t[kGroup];
+  alignas(64) uint8_t pad[kGroup];
+  for (int64_t g = 0; g < groups; ++g) {
+    if (g < full) {
+      transpose_group(codes + g * kGroup, t);
+    } else {  // last group: zero-padded copy (zero codes add nothing; missing blocks stay 0)
+      std::memset(pad, 0, sizeof pad);
+      std::memcpy(pad, codes + g * kGroup, static_cast<size_t>(cols - g * kGroup));
+      transpose_group(pad, t);
+    }
+    const int64_t off = g * kGroup;
     __m512d acc[NR][A], acc_abs[NR][A];
 #pragma GCC unroll 8
     for (int r = 0; r < NR; ++r)
 #pragma GCC unroll 4
       for (int q = 0; q < A; ++q) acc[r][q] = acc_abs[r][q] = _mm512_setzero_pd();
-#pragma GCC unroll 4
-    for (int c = 0; c < kFp8DotBlock / 32; ++c) {
+    for (int c = 0; c < kFp8DotBlock / 4; ++c) {
       __m512d w[4], wa[4];
-      decode32(wb + 32 * c, w, nan);
+      decode32(t + 32 * c, w, nan);
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q) wa[q] = _mm512_abs_pd(w[q]);
 #pragma GCC unroll 4
       for (int q = 0; q < 4; ++q)
 #pragma GCC unroll 8
         for (int r = 0; r < NR; ++r) {
-          const int64_t i = off + 32 * c + 8 * q;
-          acc[r][q % A] = _mm512_fmadd_pd(_mm512_loadu_pd(av[r] + i), w[q], acc[r][q % A]);
-          acc_abs[r][q % A] =
-              _mm512_fmadd_pd(_mm512_abs_pd(_mm512_loadu_pd(av[r] + i)), wa[q], acc_abs[r][q % A]);
+          const __m512d y = _mm512_loadu_pd(tv[r] + off + 32 * c + 8 * q);
+          acc[r][q % A] = _mm512_fmadd_pd(y, w[q], acc[r][q % A]);
+          acc_abs[r][q % A] = _mm512_fmadd_pd(_mm512_abs_pd(y), wa[q], acc_abs[r][q % A]);
         }
     }
+    // Lane j = block 8g + j; integer-valued sums below 2^43: exact, converted exactly.
+    const __mmask8 live = static_cast<__mmask8>(blocks - 8 * g >= 8 ? 0xFF : (1u << (blocks - 8 * g)) - 1);
 #pragma GCC unroll 8
     for (int r = 0; r < NR; ++r) {
       __m512d s = acc[r][0], m = acc_abs[r][0];
@@ -97,40 +137,52 @@ MOEFUZZ_AVX512 void rows_avx512(const double* const* av, const uint8_t* codes, i
         s = _mm512_add_pd(s, acc[r][q]);
         m = _mm512_add_pd(m, acc_abs[r][q]);
       }
-      store_block(s, m, sums[r] + b, abs_sums[r] + b);
+      _mm512_mask_storeu_epi64(sums[r] + 8 * g, live, _mm512_cvtpd_epi64(s));
+      _mm512_mask_storeu_epi64(abs_sums[r] + 8 * g, live, _mm512_cvtpd_epi64(m));
     }
   }
   nan_out |= nan;
 }
 
-using RowsFn = void (*)(const double* const*, const uint8_t*, int64_t, const uint8_t*, int64_t,
-                        int64_t* const*, int64_t* const*, __mmask32&);
+using RowsFn = void (*)(const double* const*, const uint8_t*, int64_t, int64_t, int64_t* const*,
+                        int64_t* const*, __mmask32&);
 constexpr RowsFn kRowsFn[9] = {nullptr,        rows_avx512<1>, rows_avx512<2>, rows_avx512<3>, rows_avx512<4>,
                                rows_avx512<5>, rows_avx512<6>, rows_avx512<7>, rows_avx512<8>};
 
+MOEFUZZ_AVX512 void interleave_order(uint8_t order[kFp8DotBlock]) {
+  alignas(64) uint8_t id[8 * kFp8DotBlock], t[8 * kFp8DotBlock];
+  for (int i = 0; i < 8 * kFp8DotBlock; ++i) id[i] = static_cast<uint8_t>(i % kFp8DotBlock);
+  transpose_group(id, t);
+  for (int p = 0; p < kFp8DotBlock; ++p) order[p] = t[8 * p];
+}
+
 }  // namespace
 
+const uint8_t* fp8_interleave_order() {
+  static const auto order = [] {
+    std::array<uint8_t, kFp8DotBlock> o{};
+    interleave_order(o.data());
+    return o;
+  }();
+  return order.data();
+}
+
 void fp8_block_dot_rows_avx512(const DecodedFp8& a, int64_t ra, int na, Fp8Row w, Fp8BlockDot* out) {
-  const int64_t blocks = a.blocks();
-  const int64_t full = w.cols / kFp8DotBlock;  // blocks whose bytes are all inside the row
-  alignas(64) uint8_t tail[kFp8DotBlock] = {};
-  if (full < blocks)  // last partial block: zero-padded copy (zero codes add nothing)
-    std::memcpy(tail, w.codes + full * kFp8DotBlock, static_cast<size_t>(w.cols - full * kFp8DotBlock));
   __mmask32 nan = 0;
-  // Rows in ceil(na / 8) groups of near-equal size (17 rows: 6, 6, 5): each group decodes the weight
+  // Rows in ceil(na / 8) groups of near-equal size (17 rows: 5, 6, 6): each group decodes the weight
   // row once, so fewer, fuller groups decode less.
   const int groups = (na + 7) / 8;
   for (int g = 0, r0 = 0; g < groups; ++g) {
     const int n = (na - r0) / (groups - g);
-    const double* av[8];
+    const double* tv[8];
     int64_t* sums[8];
     int64_t* abs_sums[8];
     for (int r = 0; r < n; ++r) {
-      av[r] = a.value_row(ra + r0 + r);
+      tv[r] = a.interleaved_row(ra + r0 + r);
       sums[r] = out[r0 + r].sum.data();
       abs_sums[r] = out[r0 + r].abs_sum.data();
     }
-    kRowsFn[n](av, w.codes, full, tail, blocks, sums, abs_sums, nan);
+    kRowsFn[n](tv, w.codes, w.cols, a.blocks(), sums, abs_sums, nan);
     r0 += n;
   }
   const bool wnan = nan != 0;
@@ -138,6 +190,7 @@ void fp8_block_dot_rows_avx512(const DecodedFp8& a, int64_t ra, int na, Fp8Row w
 }
 #else
 void fp8_block_dot_rows_avx512(const DecodedFp8&, int64_t, int, Fp8Row, Fp8BlockDot*) {}
+const uint8_t* fp8_interleave_order() { return nullptr; }
 #endif
 
 }  // namespace moefuzz::detail

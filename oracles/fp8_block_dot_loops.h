@@ -33,6 +33,10 @@ void fp8_block_dot_rows_with(Fp8DotLoop loop, const DecodedFp8& a, int64_t ra, i
 namespace detail {
 // The AVX-512 loop (oracles/fp8_block_dot_avx512.cpp); outputs already sized, arguments checked.
 void fp8_block_dot_rows_avx512(const DecodedFp8& a, int64_t ra, int na, Fp8Row w, Fp8BlockDot* out);
+// The element order of the AVX-512 loop's interleaved groups (128 entries: position p holds element
+// order[p] of each block), the order its byte transposition of weight blocks produces. Only where
+// that loop is available.
+const uint8_t* fp8_interleave_order();
 }  // namespace detail
 
 }  // namespace moefuzz
