@@ -194,11 +194,12 @@ TEST(Fp8BlockDot, SimdMatchesScalarAndExactOnHostileRows) {
 
 TEST(Fp8BlockDot, EveryRowCountFrom1To17) {
   // The AVX-512 loop runs rows in groups of up to 8 (17 rows: 5, 6, 6) with 1, 2 or 4 accumulators
-  // per row, the AVX2 loop in groups of 4: every count, at an offset row, reusing outputs sized for
-  // another K (they must be resized and overwritten).
+  // per row and K in groups of 8 blocks (a partial last group: K = 300, 1500, 2000), the AVX2 loop
+  // rows in groups of 4: every count, at an offset row, reusing outputs sized for another K (they
+  // must be resized and overwritten).
   int64_t checked = 0;
   for (Fp8DotLoop loop : simd_loops())
-    for (int64_t k : {1, 128, 129, 300, 1024}) {
+    for (int64_t k : {1, 128, 129, 300, 1024, 1500, 2000, 2048}) {
       const Rows a = hostile_rows(k, 7 + static_cast<uint64_t>(k), 19);
       const Rows w = hostile_rows(k, 77 + static_cast<uint64_t>(k));
       const DecodedFp8 da = DecodedFp8::from_codes(a.n, k, a.codes);
