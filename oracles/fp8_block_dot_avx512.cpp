@@ -123,13 +123,14 @@ MOEFUZZ_AVX512 __attribute__((always_inline)) inline void group_products(const d
 // FMA lane belongs to one block, so a group's accumulators ARE its 8 block sums (no per-block
 // reduction). Per group the weight's 1 KB is transposed once and decoded 32 bytes (4 positions) at a
 // time into 4 + 4 registers (values, magnitudes) used by every row: one load, one AND and two FMAs
-// per row and 8 products. A accumulators per sum and row keep >= 8 independent FMA chains (latency
-// 4, two FMA ports); 2 * NR * A + 8 <= 32 registers.
+// per row and 8 products. A accumulators per sum and row keep each chain's FMA latency (4 cycles per
+// FMA) below the time the two FMA ports need for the chunk's 8 NR FMAs (A = 2 at 4 rows measured a
+// few percent faster than 1); 2 * NR * A + 8 <= 32 registers.
 template <int NR>
 MOEFUZZ_AVX512 void rows_avx512(const double* const* tv, const uint8_t* codes, int64_t cols, int64_t blocks,
                                 int64_t* const* sums, int64_t* const* abs_sums, bool& nan_out) {
   bool nan = false;
-  constexpr int A = NR >= 4 ? 1 : (NR == 1 ? 4 : 2);
+  constexpr int A = NR <= 2 ? 4 : (NR <= 5 ? 2 : 1);
   constexpr int64_t kGroup = 8 * kFp8DotBlock;
   const int64_t groups = (blocks + 7) / 8, full = cols / kGroup;  // groups whose bytes are all in the row
   alignas(64) uint8_t t[kGroup];
