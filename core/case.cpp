@@ -65,6 +65,12 @@ class Fnv1a {
     bytes(m.scales);
     u32(std::bit_cast<uint32_t>(m.global_dequant));
   }
+  void matrix(const Fp8BlockQuantized& m) {
+    u64(static_cast<uint64_t>(m.rows));
+    u64(static_cast<uint64_t>(m.cols));
+    bytes(m.codes);
+    floats(m.scales);
+  }
   void matrix(const Mxfp4Quantized& m) {
     u64(static_cast<uint64_t>(m.rows));
     u64(static_cast<uint64_t>(m.cols));
@@ -159,7 +165,11 @@ uint64_t content_hash(const Case& c) {
   const WeightFormat format = c.recipe.quant.weights;
   for (const ExpertWeights& w : c.experts) {
     // Only the recipe's format is hashed, so NVFP4 cases keep their pinned hashes.
-    if (format == WeightFormat::kMxfp4) {
+    if (format == WeightFormat::kFp8Block) {
+      h.matrix(w.fp8.gate);
+      h.matrix(w.fp8.up);
+      h.matrix(w.fp8.down);
+    } else if (format == WeightFormat::kMxfp4) {
       h.matrix(w.mx.gate);
       h.matrix(w.mx.up);
       h.matrix(w.mx.down);

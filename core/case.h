@@ -4,7 +4,9 @@
 //
 // Expert weights are stored in SEMANTIC form (gate, up, down as separate matrices); a kernel applies
 // its backend's w13 order ([gate; up] or [up; gate]) when it builds its own inputs. They are NVFP4,
-// bf16 or MXFP4, as the recipe's weight_format says; the other formats' matrices are empty.
+// bf16, MXFP4 or FP8 block-scaled, as the recipe's weight_format says; the other formats' matrices are
+// empty. FP8 W8A8 activations are quantized by the kernel (dynamic, per token group): a case holds no
+// activation codes for them, and a1_scale / a2_scale are unused.
 //
 // Example:
 //   moefuzz::CaseRecipe r = moefuzz::parse_recipe_file("corpora/examples/deepseek_v3.moefuzz");
@@ -22,11 +24,14 @@
 //   gate.w / up.w / down.w [expert, row, col] bf16 weight (weight_format bf16; rounded to bf16)
 //   gate.mx_code / up.mx_code / down.mx_code [expert, row, col] E2M1 code 0..15 (weight_format mxfp4)
 //   gate.mx_scale / up.mx_scale / down.mx_scale [expert, row, block of 32] E8M0 byte 0..255 (mxfp4)
+//   gate.fp8_code / up.fp8_code / down.fp8_code [expert, row, col] E4M3 byte 0..255 (fp8_block)
+//   gate.fp8_scale / up.fp8_scale / down.fp8_scale [expert, row block, col block] fp32 (fp8_block)
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/bf16_matrix.h"
+#include "core/fp8_block_quant.h"
 #include "core/mxfp4.h"
 #include "core/nvfp4.h"
 #include "core/recipe.h"
@@ -50,12 +55,23 @@ struct Mxfp4ExpertWeights {
   bool operator==(const Mxfp4ExpertWeights&) const = default;
 };
 
+// FP8 block-scaled expert weights (weight_format fp8_block, DeepSeek-V3 FP8): E4M3 codes and one fp32
+// scale per 128x128 block (core/fp8_block_quant.h; a multiplier: value = e4m3 * scale), same shapes as
+// the NVFP4 ones. H and I are multiples of 128 (validate()), so no block is partial.
+struct Fp8ExpertWeights {
+  Fp8BlockQuantized gate;  // [I, H], scales [I/128, H/128]
+  Fp8BlockQuantized up;    // [I, H]
+  Fp8BlockQuantized down;  // [H, I], scales [H/128, I/128]
+  bool operator==(const Fp8ExpertWeights&) const = default;
+};
+
 struct ExpertWeights {
-  Nvfp4Matrix gate;        // [I, H]; empty for bf16 and MXFP4 weights
+  Nvfp4Matrix gate;        // [I, H]; empty unless weight_format nvfp4
   Nvfp4Matrix up;          // [I, H]
   Nvfp4Matrix down;        // [H, I]
   Bf16ExpertWeights bf16;  // empty unless weight_format bf16
   Mxfp4ExpertWeights mx;   // empty unless weight_format mxfp4
+  Fp8ExpertWeights fp8;    // empty unless weight_format fp8_block
   bool operator==(const ExpertWeights&) const = default;
 };
 

@@ -115,6 +115,26 @@ void apply_edit(Case& c, const Edit& e, size_t number) {
             static_cast<uint8_t>(checked_integer(e, number, 0, 255, "an E8M0 byte"));
       return;
     }
+    if (field == "fp8_code" || field == "fp8_scale") {
+      Fp8ExpertWeights* first = experts > 0 ? &c.experts[0].fp8 : nullptr;
+      const Fp8BlockQuantized* m0 = first == nullptr   ? nullptr
+                                    : matrix == "gate" ? &first->gate
+                                    : matrix == "up"   ? &first->up
+                                                       : &first->down;
+      const bool code = field == "fp8_code";
+      const bool present = m0 != nullptr && !m0->empty();
+      checked_offset(e, number,
+                     {present ? experts : 0, present ? (code ? m0->rows : m0->scale_rows) : 0,
+                      present ? (code ? m0->cols : m0->scale_cols) : 0});
+      Fp8ExpertWeights& w = c.experts[static_cast<size_t>(e.index[0])].fp8;
+      Fp8BlockQuantized& m = matrix == "gate" ? w.gate : matrix == "up" ? w.up : w.down;
+      if (code)
+        m.code(e.index[1], e.index[2]) =
+            static_cast<uint8_t>(checked_integer(e, number, 0, 255, "an E4M3 byte"));
+      else
+        m.scale(e.index[1], e.index[2]) = static_cast<float>(e.value);
+      return;
+    }
     if (field == "global") {
       const size_t at = checked_offset(e, number, {experts});
       matrix_of(c.experts[at], matrix).global_dequant = static_cast<float>(e.value);

@@ -38,6 +38,10 @@ struct Fp8BlockQuantized {
 
   uint8_t code(int64_t n, int64_t k) const { return codes[static_cast<size_t>(n * cols + k)]; }
   float scale(int64_t bn, int64_t bk) const { return scales[static_cast<size_t>(bn * scale_cols + bk)]; }
+  uint8_t& code(int64_t n, int64_t k) { return codes[static_cast<size_t>(n * cols + k)]; }
+  float& scale(int64_t bn, int64_t bk) { return scales[static_cast<size_t>(bn * scale_cols + bk)]; }
+  bool empty() const { return codes.empty(); }
+  bool operator==(const Fp8BlockQuantized&) const = default;
   // fl(e4m3 * S): DeepSeek's weight_dequant (inference/kernel.py weight_dequant_kernel).
   float dequant(int64_t n, int64_t k) const {
     return e4m3_to_float(code(n, k)) * scale(n / kFp8WeightBlock, k / kFp8WeightBlock);

@@ -52,22 +52,23 @@ bool is_expert_product(IndexProduct p) {
 
 int64_t index_stride(IndexProduct p, const CaseRecipe& r) {
   const int64_t H = r.shape.hidden, I = r.shape.inter;
+  const bool fp8 = r.quant.weights == WeightFormat::kFp8Block;
   switch (p) {
-    // Packed NVFP4 bytes (two codes a byte) or bf16 elements per expert.
+    // Packed NVFP4 bytes (two codes a byte), bf16 elements or FP8 bytes (one code a byte) per expert.
     case IndexProduct::kExpertW13:
-      return r.quant.weights == WeightFormat::kBf16 ? 2 * I * H : 2 * I * H / 2;
+      return r.quant.weights == WeightFormat::kBf16 || fp8 ? 2 * I * H : 2 * I * H / 2;
     case IndexProduct::kExpertW2:
-      return r.quant.weights == WeightFormat::kBf16 ? H * I : H * I / 2;
-    case IndexProduct::kExpertScales:
-      return padded_rows_128x4(2 * I) * padded_scale_cols_128x4(H / 16);
+      return r.quant.weights == WeightFormat::kBf16 || fp8 ? H * I : H * I / 2;
+    case IndexProduct::kExpertScales:  // FP8: the fp32 128x128 block scales of w13
+      return fp8 ? (2 * I / 128) * (H / 128) : padded_rows_128x4(2 * I) * padded_scale_cols_128x4(H / 16);
     case IndexProduct::kPermutation:
       return 1;
-    case IndexProduct::kExpandedInput:
-      return H / 2;
+    case IndexProduct::kExpandedInput:  // packed NVFP4 bytes, or one FP8 code a byte
+      return fp8 ? H : H / 2;
     case IndexProduct::kGemm1Out:
       return 2 * I;
     case IndexProduct::kFc2Input:
-      return I / 2;
+      return fp8 ? I : I / 2;
     case IndexProduct::kGemm2Out:
       return H;
     case IndexProduct::kCombineOut:

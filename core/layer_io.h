@@ -11,6 +11,8 @@
 #include <optional>
 #include <vector>
 
+#include "core/fp8_group_quant.h"
+
 namespace moefuzz {
 
 // Top-k output as the kernel produced it, [T, slots] row-major, slot order as produced.
@@ -33,8 +35,14 @@ struct QuantizedRows {
 struct LayerResult {
   std::vector<float> output;  // [T, H]; bf16-valued when the profile rounds the output
   RoutingDecision routing;
-  std::optional<QuantizedRows> fc1_input;        // quantized layer input per expanded row (W4A4)
-  std::optional<QuantizedRows> fc2_input;        // quantized SiLU*mul output per expanded row
+  std::optional<QuantizedRows> fc1_input;  // quantized layer input per expanded row (W4A4)
+  std::optional<QuantizedRows> fc2_input;  // quantized SiLU*mul output per expanded row
+  // FP8 W8A8 (activations fp8_group): the GEMM inputs as the kernel quantized them, one row per
+  // expanded pair (t*slots+slot order), E4M3 codes [rows, K] and one fp32 scale per row and 128
+  // columns [rows, K/128] (core/fp8_group_quant.h). FC1: the layer input (K = H); FC2: the SiLU*mul
+  // output (K = I). Present only where the kernel exposes them.
+  std::optional<Fp8GroupQuantized> fc1_fp8;
+  std::optional<Fp8GroupQuantized> fc2_fp8;
   std::optional<std::vector<float>> gemm1;       // [rows, 2I] semantic [gate | up] after its rounding point
   std::optional<std::vector<float>> activation;  // [rows, I] after its rounding point
   std::optional<std::vector<float>> gemm2;       // [rows, H] after its rounding point

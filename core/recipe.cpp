@@ -9,7 +9,9 @@
 #include <limits>
 
 #include "core/case.h"
+#include "core/fp8_block_quant.h"
 #include "core/mxfp4.h"
+#include "core/recipe_text.h"
 #include "core/sha256.h"
 
 namespace moefuzz {
@@ -117,14 +119,21 @@ std::optional<RecipeIssue> check_routing(const CaseRecipe& r) {
 }
 
 std::optional<RecipeIssue> check_quant_and_swiglu(const CaseRecipe& r) {
-  if (!enum_in_range(r.quant.activations, ActivationFormat::kBf16))
+  if (!enum_in_range(r.quant.activations, ActivationFormat::kFp8Group))
     return issue("activations", "unknown format");
-  if (!enum_in_range(r.quant.weights, WeightFormat::kMxfp4)) return issue("weight_format", "unknown format");
+  if (!enum_in_range(r.quant.weights, WeightFormat::kFp8Block))
+    return issue("weight_format", "unknown format");
+  const bool fp8 = r.quant.weights == WeightFormat::kFp8Block;
   if (r.quant.weights != WeightFormat::kNvfp4) {
-    // W16A16 (SPEC-formats.md §2) and MXFP4 W4A16 (§3.4: every Hopper path of gpt-oss keeps bf16
-    // activations): the NVFP4-only knobs must stay neutral.
-    const std::string_view w = r.quant.weights == WeightFormat::kBf16 ? "bf16" : "mxfp4";
-    if (r.quant.activations != ActivationFormat::kBf16)
+    // W16A16 (SPEC-formats.md §2), MXFP4 W4A16 (§3.4: every Hopper path of gpt-oss keeps bf16
+    // activations) and FP8 block W8A8 (§1: activations quantized per token group by the kernel): the
+    // NVFP4-only knobs must stay neutral.
+    const std::string_view w = name_of(r.quant.weights);
+    if (fp8 && r.quant.activations != ActivationFormat::kFp8Group)
+      return issue("weight_format",
+                   "fp8_block weights need fp8_group activations (activations fp8_group): W8A8 quantizes "
+                   "each GEMM input per token and 128 columns");
+    if (!fp8 && r.quant.activations != ActivationFormat::kBf16)
       return issue("weight_format", fmt::format("{} weights need bf16 activations (activations bf16)", w));
     if (r.quant.gate_up_scale_ratio != 1.0)
       return issue("gate_up_scale_ratio",
@@ -134,6 +143,11 @@ std::optional<RecipeIssue> check_quant_and_swiglu(const CaseRecipe& r) {
           "weights",
           fmt::format("a ModelOpt NVFP4 checkpoint cannot supply {} weights (weight_format {})", w, w));
   }
+  if (!fp8 && r.quant.activations == ActivationFormat::kFp8Group)
+    return issue("activations",
+                 "fp8_group activations need fp8_block weights (weight_format fp8_block): W8A8 only");
+  if (!fp8 && r.quant.fp8_ue8m0)
+    return issue("fp8_scales", "ue8m0 applies to FP8 block scales; it needs weight_format fp8_block");
   if (r.quant.weights == WeightFormat::kMxfp4) {
     // One E8M0 scale per 32 elements along K (H for gate/up, I for down); triton_kernels requires
     // K % 32 == 0 (SPEC-formats.md §3.2), so partial blocks are not modelled.
@@ -142,6 +156,17 @@ std::optional<RecipeIssue> check_quant_and_swiglu(const CaseRecipe& r) {
                    fmt::format("mxfp4 weights need hidden and inter multiples of {} (one E8M0 "
                                "scale per {} elements along K); got hidden {}, inter {}",
                                kMxfp4BlockSize, kMxfp4BlockSize, r.shape.hidden, r.shape.inter));
+  }
+  if (fp8) {
+    // Production asserts K % 128 == 0 for the activation groups (vLLM per_token_group_quant_fp8,
+    // DeepSeek kernel.py), and I % 128 == 0 keeps a w13 scale block from straddling gate and up
+    // (vLLM/SGLang raise otherwise, sglang#3345; SPEC-formats.md §1.1).
+    if (r.shape.hidden % kFp8WeightBlock != 0 || r.shape.inter % kFp8WeightBlock != 0)
+      return issue("weight_format",
+                   fmt::format("fp8_block weights need hidden and inter multiples of {} (one activation "
+                               "scale per {} columns; w13 scale blocks must not straddle gate and up); "
+                               "got hidden {}, inter {}",
+                               kFp8WeightBlock, kFp8WeightBlock, r.shape.hidden, r.shape.inter));
   }
   if (!enum_in_range(r.quant.act_scales, ActScaleMode::kPerExpert))
     return issue("act_scales", "unknown mode");
@@ -229,6 +254,8 @@ std::vector<EditTarget> edit_targets(const CaseRecipe& r) {
   const int64_t nvfp4 = r.quant.weights == WeightFormat::kNvfp4 ? all : 0;
   const int64_t bf16 = r.quant.weights == WeightFormat::kBf16 ? all : 0;
   const int64_t mx = r.quant.weights == WeightFormat::kMxfp4 ? all : 0;
+  const int64_t fp8 = r.quant.weights == WeightFormat::kFp8Block ? all : 0;
+  const auto blocks = [](int64_t n) { return n / kFp8WeightBlock + (n % kFp8WeightBlock != 0 ? 1 : 0); };
   using K = EditValueKind;
   // New targets go at the end: fuzz inputs name a target by its index in this list.
   return {
@@ -257,6 +284,12 @@ std::vector<EditTarget> edit_targets(const CaseRecipe& r) {
       {"gate.mx_scale", {mx, i, h / kMxfp4BlockSize}, K::kE4m3Byte},  // E8M0 byte
       {"up.mx_scale", {mx, i, h / kMxfp4BlockSize}, K::kE4m3Byte},
       {"down.mx_scale", {mx, h, i / kMxfp4BlockSize}, K::kE4m3Byte},
+      {"gate.fp8_code", {fp8, i, h}, K::kE4m3Byte},
+      {"up.fp8_code", {fp8, i, h}, K::kE4m3Byte},
+      {"down.fp8_code", {fp8, h, i}, K::kE4m3Byte},
+      {"gate.fp8_scale", {fp8, blocks(i), blocks(h)}, K::kReal},  // fp32 multiplier per 128x128 block
+      {"up.fp8_scale", {fp8, blocks(i), blocks(h)}, K::kReal},
+      {"down.fp8_scale", {fp8, blocks(h), blocks(i)}, K::kReal},
   };
 }
 

@@ -34,12 +34,17 @@ enum class SharedFusion : uint8_t {
   kSeparate,  // shared MLP output added after the routed sum (bf16 add)
   kFused,     // shared expert j is expert id E+j in an extra top-k slot, weight 1/rsf before scaling
 };
-enum class ActivationFormat : uint8_t { kNvfp4, kBf16 };  // W4A4 or W4A16
+// Format of the FC1/FC2 GEMM inputs: NVFP4 (W4A4), bf16 (W4A16, W16A16) or FP8 per-token-group
+// (kFp8Group: E4M3 codes with one dynamic fp32 scale per token and 128 columns, computed by the kernel
+// from the bf16 rows, SPEC-formats.md §1.2; only with fp8_block weights).
+enum class ActivationFormat : uint8_t { kNvfp4, kBf16, kFp8Group };
 // Format of the expert weights: NVFP4 (codes, E4M3 block scales, global scale) or plain bf16 (W16A16,
 // SPEC-formats.md §2: Qwen3-MoE, Mixtral; needs bf16 activations) or MXFP4 (E2M1 codes with one E8M0
 // scale per 32 elements of a row, SPEC-formats.md §3: gpt-oss on Hopper, W4A16; needs bf16 activations
-// and H, I multiples of 32).
-enum class WeightFormat : uint8_t { kNvfp4, kBf16, kMxfp4 };
+// and H, I multiples of 32) or FP8 block-scaled (kFp8Block: E4M3 codes with one fp32 scale per 128x128
+// block, a multiplier, SPEC-formats.md §1.1: DeepSeek-V3/R1 FP8 W8A8; needs fp8_group activations and
+// H, I multiples of 128).
+enum class WeightFormat : uint8_t { kNvfp4, kBf16, kMxfp4, kFp8Block };
 enum class ActScaleMode : uint8_t { kGlobal, kPerExpert };
 
 struct Shape {
@@ -71,6 +76,9 @@ struct Quantization {
   ActivationFormat activations = ActivationFormat::kNvfp4;
   ActScaleMode act_scales = ActScaleMode::kGlobal;
   double gate_up_scale_ratio = 1.0;  // up's global dequant scale = gate's * ratio (Z11 when != 1)
+  // FP8 block W8A8 only (recipe key `fp8_scales = ue8m0`): the activation group scales AND the weight
+  // block scales are powers of two rounded up (DeepSeek V3.1 `scale_fmt: ue8m0`, SPEC-formats.md §1.2).
+  bool fp8_ue8m0 = false;
   bool operator==(const Quantization&) const = default;
 };
 

@@ -38,8 +38,8 @@ MOEFUZZ_ENUM_NAMES(RoutingMode, "softmax"sv, "sigmoid_grouped"sv, "hash"sv)
 MOEFUZZ_ENUM_NAMES(ScoreFunc, "sqrt_softplus"sv, "sigmoid"sv, "softmax"sv)
 MOEFUZZ_ENUM_NAMES(ScalePlacement, "topk"sv, "combine"sv)
 MOEFUZZ_ENUM_NAMES(SharedFusion, "separate"sv, "fused"sv)
-MOEFUZZ_ENUM_NAMES(ActivationFormat, "nvfp4"sv, "bf16"sv)
-MOEFUZZ_ENUM_NAMES(WeightFormat, "nvfp4"sv, "bf16"sv, "mxfp4"sv)
+MOEFUZZ_ENUM_NAMES(ActivationFormat, "nvfp4"sv, "bf16"sv, "fp8_group"sv)
+MOEFUZZ_ENUM_NAMES(WeightFormat, "nvfp4"sv, "bf16"sv, "mxfp4"sv, "fp8_block"sv)
 MOEFUZZ_ENUM_NAMES(ActScaleMode, "global"sv, "per_expert"sv)
 MOEFUZZ_ENUM_NAMES(LogitProfile, "normal"sv, "all_negative"sv, "very_negative"sv, "ties"sv, "near_ties"sv,
                    "large"sv)
@@ -232,6 +232,21 @@ Field present_when(Field f, std::function<bool(const CaseRecipe&)> present) {
   return f;
 }
 
+// `fp8_scales = fp32 | ue8m0` (Quantization::fp8_ue8m0), written only when ue8m0 so that every other
+// recipe prints as it always did.
+Field fp8_scales_field() {
+  return Field{"fp8_scales",
+               {},
+               [](const CaseRecipe& r) { return r.quant.fp8_ue8m0 ? "ue8m0" : "fp32"; },
+               [](std::string_view v, CaseRecipe& r) {
+                 v = single_token(v);
+                 if (v != "fp32" && v != "ue8m0")
+                   throw BadValue{fmt::format("unknown name {} (one of: fp32, ue8m0)", quoted(v))};
+                 r.quant.fp8_ue8m0 = v == "ue8m0";
+               },
+               [](const CaseRecipe& r) { return r.quant.fp8_ue8m0; }};
+}
+
 #define MOEFUZZ_FIELD(key, member, ...) \
   field(                                \
       key, [](CaseRecipe & r) -> auto& { return r.member; } __VA_OPT__(, ) __VA_ARGS__)
@@ -260,6 +275,7 @@ const std::vector<Field>& fields() {
       // Written only for non-NVFP4 weights, so an NVFP4 recipe prints as it always did.
       present_when(MOEFUZZ_FIELD("weight_format", quant.weights),
                    [](const CaseRecipe& r) { return r.quant.weights != WeightFormat::kNvfp4; }),
+      fp8_scales_field(),
       MOEFUZZ_FIELD("act_scales", quant.act_scales),
       MOEFUZZ_FIELD("gate_up_scale_ratio", quant.gate_up_scale_ratio),
       MOEFUZZ_FIELD("swiglu_limit", swiglu.limit, "activation (SwiGLU clamp)"),

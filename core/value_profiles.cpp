@@ -9,6 +9,7 @@
 #include "core/bf16.h"
 #include "core/e2m1.h"
 #include "core/e4m3.h"
+#include "core/fp8_block_quant.h"
 #include "core/mxfp4.h"
 #include "core/rng.h"
 
@@ -265,6 +266,66 @@ Mxfp4Quantized mxfp4_weights_from(const Nvfp4Matrix& m, const Stream& s, WeightP
   return q;
 }
 
+// FP8 block weights (weight_format fp8_block) drawn through the bf16 draw, so every weight profile keeps
+// its meaning, then quantized by DeepGEMM's reference rule (core/fp8_block_quant.h; UE8M0 scales when
+// the recipe says). The 128x128 blocks get what each profile means at their granularity:
+//   zero_blocks: one block in 4 is all zero (amax floored at 1e-4: scale 1e-4/448, all codes 0);
+//   wide_scales: each block's magnitude times 2^u, u in [-12, 12] (block scales spread by 2^24 in one
+//     matrix), and one block in 4 saturates: every element at +-amax, so every code is +-448 (0x7E/0xFE);
+//   tiny_scales: drawn at normal magnitude (the NVFP4 tiny global scale would push every block under
+//     the 1e-4 amax floor: zero codes, not tiny scales), then all scales of the matrix times the power
+//     of two that puts the largest in [2^t, 2^(t+1)), t in [-40, -20] (1e-12 .. 2e-6; weight scales ~1e-8 made
+//     trtllm_fp8_block_scale_moe inaccurate, SPEC-formats.md §4 F6). Powers of two keep UE8M0 scales
+//     powers of two, and the codes stay those of the quantizer.
+constexpr int kFp8WideSpread = 12;
+constexpr int kFp8TinyTop[2] = {-40, -20};
+
+Fp8BlockQuantized fp8_weights_from(Nvfp4Matrix m, const Stream& s, WeightProfile p, bool ue8m0) {
+  const bool tiny = p == WeightProfile::kTinyScales;
+  if (tiny) m.global_dequant = normal_global_dequant(m.cols);
+  const Bf16Matrix b = bf16_weights_from(m, s, tiny ? WeightProfile::kNormal : p);
+  std::vector<float> x(b.bits.size());
+  for (size_t j = 0; j < x.size(); ++j) x[j] = bf16_to_float(b.bits[j]);
+  const int64_t block_rows = (m.rows + kFp8WeightBlock - 1) / kFp8WeightBlock;
+  const int64_t block_cols = (m.cols + kFp8WeightBlock - 1) / kFp8WeightBlock;
+  const Stream zero_s = s.child("zero"), wide_s = s.child("wide");
+  for (int64_t bn = 0; bn < block_rows; ++bn)
+    for (int64_t bk = 0; bk < block_cols; ++bk) {
+      const uint64_t blk = static_cast<uint64_t>(bn * block_cols + bk);
+      const bool zero = p == WeightProfile::kZeroBlocks && zero_s.uniform_int(blk, 0, 3) == 0;
+      const bool wide = p == WeightProfile::kWideScales;
+      if (!zero && !wide) continue;
+      const float factor =
+          wide ? std::ldexp(1.0f,
+                            static_cast<int>(wide_s.uniform_int(2 * blk, -kFp8WideSpread, kFp8WideSpread)))
+               : 0.0f;
+      const bool saturate = wide && wide_s.uniform_int(2 * blk + 1, 0, 3) == 0;
+      const int64_t r_end = std::min(m.rows, (bn + 1) * kFp8WeightBlock);
+      const int64_t c_end = std::min(m.cols, (bk + 1) * kFp8WeightBlock);
+      float amax = 0;
+      for (int64_t r = bn * kFp8WeightBlock; r < r_end; ++r)
+        for (int64_t c = bk * kFp8WeightBlock; c < c_end; ++c) {
+          float& v = x[static_cast<size_t>(r * m.cols + c)];
+          v *= factor;
+          amax = std::max(amax, std::fabs(v));
+        }
+      if (!saturate) continue;
+      for (int64_t r = bn * kFp8WeightBlock; r < r_end; ++r)
+        for (int64_t c = bk * kFp8WeightBlock; c < c_end; ++c) {
+          float& v = x[static_cast<size_t>(r * m.cols + c)];
+          v = std::copysign(amax, v);
+        }
+    }
+  Fp8BlockQuantized q = quantize_fp8_block_weight(x, m.rows, m.cols, ue8m0);
+  if (tiny && !q.scales.empty()) {
+    const float top = *std::max_element(q.scales.begin(), q.scales.end());
+    const int target = static_cast<int>(s.child("tiny").uniform_int(0, kFp8TinyTop[0], kFp8TinyTop[1]));
+    const int shift = target - std::ilogb(top);
+    for (float& scale : q.scales) scale = std::ldexp(scale, shift);
+  }
+  return q;
+}
+
 }  // namespace
 
 // ---- public ----------------------------------------------------------------------------------------
@@ -473,7 +534,7 @@ HashRoutingTables draw_hash_routing(const CaseRecipe& r) {
 
 ExpertWeights draw_expert_weights(const CaseRecipe& r, int64_t expert) {
   const int64_t h = r.shape.hidden, i = r.shape.inter;
-  ExpertWeights w{Nvfp4Matrix(i, h), Nvfp4Matrix(i, h), Nvfp4Matrix(h, i), {}, {}};
+  ExpertWeights w{Nvfp4Matrix(i, h), Nvfp4Matrix(i, h), Nvfp4Matrix(h, i), {}, {}, {}};
   const uint64_t e = static_cast<uint64_t>(expert);
   const auto matrix_stream = [&](std::string_view name) {
     return Stream(mix64(derive_seed(r.seed, name) ^ mix64(e)));
@@ -510,6 +571,13 @@ ExpertWeights draw_expert_weights(const CaseRecipe& r, int64_t expert) {
     w.mx = {mxfp4_weights_from(w.gate, matrix_stream("weights.gate.mxfp4"), r.values.weights),
             mxfp4_weights_from(w.up, matrix_stream("weights.up.mxfp4"), r.values.weights),
             mxfp4_weights_from(w.down, matrix_stream("weights.down.mxfp4"), r.values.weights)};
+    w.gate = w.up = w.down = Nvfp4Matrix();
+  }
+  if (r.quant.weights == WeightFormat::kFp8Block) {
+    const bool ue8m0 = r.quant.fp8_ue8m0;
+    w.fp8 = {fp8_weights_from(w.gate, matrix_stream("weights.gate.fp8"), r.values.weights, ue8m0),
+             fp8_weights_from(w.up, matrix_stream("weights.up.fp8"), r.values.weights, ue8m0),
+             fp8_weights_from(w.down, matrix_stream("weights.down.fp8"), r.values.weights, ue8m0)};
     w.gate = w.up = w.down = Nvfp4Matrix();
   }
   return w;

@@ -42,6 +42,10 @@ uint64_t case_fingerprint(const Case& c) {
       f.add(m->codes);
       f.add(m->scales);
     }
+    for (const Fp8BlockQuantized* m : {&e.fp8.gate, &e.fp8.up, &e.fp8.down}) {
+      f.add(m->codes);
+      f.add(m->scales);
+    }
   }
   return f.value();
 }

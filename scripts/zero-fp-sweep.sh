@@ -11,12 +11,14 @@
 # (the expensive invariants) is swept with "DRIFT,OVF", e.g.
 #   scripts/zero-fp-sweep.sh build/release/bin/moefuzz /tmp/zfp-large \
 #       "cpu:5 cpu-flashinfer:5 cpu-trtllm:5" 3600 9000 small DRIFT,OVF
-# Env: GPUS (number of GPUs for `cuda`/`cuda-*` kernels, default 1).
+# Env: GPUS (number of GPUs for `cuda`/`cuda-*` kernels, default 1); CHECK_ARGS (more `moefuzz check`
+# options for every process, e.g. CHECK_ARGS="--weight-format mxfp4" sweeps one weight format).
 # Writes OUT_DIR/summary.txt (also printed) and OUT_DIR/<kernel>.<i>.{log,json}; a finding's case and
 # report land in OUT_DIR/findings/<kernel>.<i>/ (moefuzz check --out). Exit 1 if anything failed.
 set -uo pipefail
 bin=${1:?moefuzz binary}; out=${2:?output dir}; grid=${3:?"KERNEL:PROCS ..."}; secs=${4:?seconds per process}
 seed0=${5:-1}; shapes=${6:-small}; invariants=${7:-all}; gpus=${GPUS:-1}
+read -r -a check_args <<<"${CHECK_ARGS:-}"
 mkdir -p "$out/findings"
 pids=(); seed=$seed0; gpu=0
 for cell in $grid; do
@@ -26,7 +28,7 @@ for cell in $grid; do
     if [[ $kernel == cuda* ]]; then env_gpu=(CUDA_VISIBLE_DEVICES=$((gpu % gpus))); gpu=$((gpu + 1)); fi
     # --time bounds the sampling; `timeout` only guards a hang (a finding is written when it happens).
     ( env "${env_gpu[@]}" timeout $((secs + 120)) "$bin" check -j 1 --kernel "$kernel" --time "$secs" --seed "$seed" \
-        --shapes "$shapes" --invariants "$invariants" --out "$out/findings/$kernel.$i" --json "$out/$kernel.$i.json" \
+        --shapes "$shapes" --invariants "$invariants" "${check_args[@]}" --out "$out/findings/$kernel.$i" --json "$out/$kernel.$i.json" \
         >"$out/$kernel.$i.log" 2>&1; echo "rc=$?" >>"$out/$kernel.$i.log" ) &
     pids+=($!); seed=$((seed + 1))
   done
@@ -37,7 +39,7 @@ import collections, glob, json, os, re, sys
 out, grid, seed0, secs, shapes, invariants = sys.argv[1:7]
 bad = 0
 print(f"zero-fp sweep: grid '{grid}', {secs} s per process, seeds from {seed0}, shapes {shapes}, "
-      f"invariants {invariants}")
+      f"invariants {invariants}, check options '{os.environ.get('CHECK_ARGS', '')}'")
 for cell in grid.split():
     kernel, procs = cell.split(":")
     cases = uns = 0; fails = collections.Counter(); missing = []; rcs = collections.Counter()

@@ -64,6 +64,8 @@ std::string cpu_supports(const CaseRecipe& r) {
   // Per-expert decoded weight tiles are [K, 64] floats and intermediates [T*slots, max(2I, H)]
   // floats; the case's own byte cap (estimate_case_bytes) bounds both to a few times the case size.
   if (r.shape.hidden % 16 != 0 || r.shape.inter % 16 != 0) return "H and I must be multiples of 16";
+  if (r.quant.weights == WeightFormat::kFp8Block)
+    return "fp8_block weights (W8A8): the CPU pipeline's FP8 path is not implemented yet";
   if (r.routing.mode == RoutingMode::kSigmoidGrouped && r.shape.experts % r.shape.n_group != 0)
     return "n_group must divide E";
   return "";

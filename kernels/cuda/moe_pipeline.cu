@@ -19,6 +19,8 @@ int64_t PipelineConfig::max_rows() const {
 }
 
 std::string unsupported_reason(const CaseRecipe& r, const Profile& p) {
+  if (r.quant.activations == ActivationFormat::kFp8Group)
+    return "cuda: FP8 block W8A8 (weight_format fp8_block) not implemented";
   if (r.quant.activations != ActivationFormat::kNvfp4)
     return "cuda: W4A16 (bf16 activations) not implemented";
   if (p.quantizer != QuantizerVariant::kFastMath)
