@@ -17,7 +17,10 @@
 // Inf and NaN elements follow these formulas through IEEE arithmetic (SPEC-formats.md §1.2, "NaN/Inf"):
 // e.g. vLLM: an Inf element makes s = Inf, the finite elements of its group 0, the Inf element
 // Inf/Inf = NaN -> -448 (0xFE).
-// Triton paths (div.full, not IEEE) and sgl-kernel (s = fl(amax * RN(1/448))) are not emulated here.
+// Triton paths (div.full, not IEEE) and sgl-kernel (s = fl(amax * RN(1/448))) are not emulated bit for
+// bit: kTriton names them, and quantizes with kVllmCuda's formula (vLLM's Triton fallback
+// _per_token_group_quant_fp8 writes the same formula, evaluated with div.full on the device). The
+// oracle admits their results within a slack (oracles/fp8_act_envelope.h: 2 scale ulps, one code).
 //
 // Example:
 //   std::vector<float> x(2 * 256, 1.0f);
@@ -35,7 +38,7 @@ namespace moefuzz {
 
 inline constexpr int64_t kFp8ActivationGroup = 128;
 
-enum class Fp8GroupQuantVariant : uint8_t { kVllmCuda, kDeepGemmReference };
+enum class Fp8GroupQuantVariant : uint8_t { kVllmCuda, kDeepGemmReference, kTriton };
 
 struct Fp8GroupQuantOptions {
   int64_t group = kFp8ActivationGroup;

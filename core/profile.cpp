@@ -33,6 +33,10 @@ Profile sglang_triton() {
   p.sigmoid_form = SigmoidForm::kReciprocal;
   p.fast_math_exp = true;
   p.bias_dtype = WeightDtype::kFp32;
+  p.fp8_act_quant = Fp8GroupQuantVariant::kTriton;
+  p.fp8_mma_accum_bits = kHopperFp8MmaAccumBits;
+  p.fp8_dots_per_block = 2;
+  p.fp8_scale_order = Fp8ScaleOrder::kTriton;
   p.sources = {
       "w13_order: sgl-project/sglang python/sglang/srt/layers/moe/moe_runner/triton.py (silu_and_mul on "
       "[gate; up]) [SPEC 3.1]",
@@ -60,6 +64,15 @@ Profile sglang_triton() {
       "python/sglang/srt/layers/moe/moe_runner/triton.py, sgl-kernel/csrc/moe/moe_sum_reduce.cu [SPEC 3.6]",
       "shared expert weight 1/rsf: sgl-project/sglang python/sglang/srt/layers/moe/topk.py (fused shared "
       "experts: sum/rsf) [SPEC 2.4]",
+      "fp8_act_quant triton (not IEEE): sgl-project/sglang "
+      "sgl-kernel/csrc/gemm/per_token_group_quant_8bit.cu "
+      "(s = fl(amax * RN(1/448)), codes cvt.satfinite(x * fl(448/amax)): within one code and 2 scale ulps of "
+      "vLLM's formula), the Triton fallback per_token_group_quant_fp8 (div.full) [SPEC-formats 1.2, 5.2]",
+      "fp8_mma_accum_bits 11: tl.dot on e4m3 is a fresh Hopper FP8 wgmma per K tile, DeepSeek-V3 report "
+      "arXiv:2412.19437 3.3.2 (oracles/fp8_block_gemm.h (a)); fp8_dots_per_block 2, fp8_scale_order triton: "
+      "sgl-project/sglang python/sglang/srt/layers/moe/fused_moe_triton/fused_moe_triton_kernels.py "
+      "fused_moe_kernel (acc += tl.dot(a, b) * a_scale[:, None] * b_scale[None, :] per K tile; the tuned "
+      "BLOCK_SIZE_K is passed unchanged: 64 applies each 128-group's scales to two dots) [SPEC-formats 1.3]",
   };
   return p;
 }
@@ -103,6 +116,10 @@ Profile sglang_cutlass_fp4() {
       "python/sglang/srt/layers/moe/cutlass_moe.py "
       "[SPEC 3.6]",
       "shared expert weight 1/rsf: sgl-project/sglang python/sglang/srt/layers/moe/topk.py [SPEC 2.4]",
+      "fp8_* at their defaults (vLLM CUDA quantizer, fp32 round-to-nearest accumulation, one dot per "
+      "block, Triton scale order): the built-in CPU kernels' FP8 arithmetic; this backend's FP8 block path "
+      "is "
+      "not modelled [SPEC-formats 1.2-1.4]",
   };
   return p;
 }
@@ -141,6 +158,10 @@ Profile flashinfer_cutlass() {
       "epilogue_moe_finalize.hpp, flashinfer/fused_moe/core.py [SPEC 3.6]",
       "shared expert weight 1/rsf: flashinfer-ai/flashinfer include/flashinfer/fused_moe/hash_topk.cuh [SPEC "
       "2.4]",
+      "fp8_* at their defaults (vLLM CUDA quantizer, fp32 round-to-nearest accumulation, one dot per "
+      "block, Triton scale order): the built-in CPU kernels' FP8 arithmetic; this backend's FP8 block path "
+      "is "
+      "not modelled [SPEC-formats 1.2-1.4]",
   };
   return p;
 }
@@ -183,6 +204,10 @@ Profile trtllm_gen() {
       "trtllm_fused_moe_dev_kernel.cu (finalizeKernel) [SPEC 3.6]",
       "shared expert weight 1.0 (rsf already in the routed weights): SPEC 2.4 (trtllm-gen fused shared "
       "experts)",
+      "fp8_* at their defaults (vLLM CUDA quantizer, fp32 round-to-nearest accumulation, one dot per "
+      "block, Triton scale order): the built-in CPU kernels' FP8 arithmetic; this backend's FP8 block path "
+      "is "
+      "not modelled [SPEC-formats 1.2-1.4]",
   };
   return p;
 }
@@ -203,6 +228,10 @@ Profile vllm() {
   p.shared_fused_weight_inv_rsf = true;
   p.sigmoid_form = SigmoidForm::kReciprocal;
   p.fast_math_exp = false;
+  p.fp8_act_quant = Fp8GroupQuantVariant::kVllmCuda;
+  p.fp8_mma_accum_bits = kHopperFp8MmaAccumBits;
+  p.fp8_dots_per_block = 2;
+  p.fp8_scale_order = Fp8ScaleOrder::kTriton;
   p.sources = {
       "w13_order [gate; up]: vllm-project/vllm (native order; loaders swap only for FlashInfer backends: "
       "vllm/model_executor/layers/quantization/utils/flashinfer_fp4_moe.py reorder_w1w3_to_w3w1) [SPEC 3.1]",
@@ -212,6 +241,12 @@ Profile vllm() {
       "moe_topk_softmax_kernels.cu) [SPEC 2.2]",
       "rsf_in_topk=false, renorm_epsilon 0, per-expert scales, bf16 combine products: [UNVERIFIED] not in "
       "SPEC.md; the rsf placement is exactly what BUGZOO Z1 (vllm-project/vllm PR 45037) got wrong",
+      "fp8_act_quant vllm_cuda (IEEE): vllm-project/vllm csrc/quantization/w8a8/fp8/per_token_group_quant.cu "
+      "(per_token_group_quant_fp8 on CUDA) [SPEC-formats 1.2]",
+      "fp8_mma_accum_bits 11, fp8_dots_per_block 2, fp8_scale_order triton: vllm-project/vllm "
+      "vllm/model_executor/layers/fused_moe/fused_moe.py fused_moe_kernel (fresh e4m3 tl.dot per K tile, "
+      "(P * a_scale) * b_scale; invoke_fused_moe_kernel sets BLOCK_SIZE_K = min(BLOCK_SIZE_K, 128): 128 or "
+      "64, 2 dots per 128-group covers both) [SPEC-formats 1.3]",
   };
   return p;
 }
@@ -242,6 +277,10 @@ Profile deepseek_ref() {
       "deepseek-ai/DeepSeek-V3 inference/model.py (MoE.forward) [SPEC 3.6]",
       "quantizer: the model has no NVFP4 kernel; the torch reference recipe (true division) is used: "
       "vllm-project/vllm vllm/model_executor/layers/quantization/utils/nvfp4_emulation_utils.py [SPEC 1.5]",
+      "fp8_* at their defaults (vLLM CUDA quantizer, fp32 round-to-nearest accumulation, one dot per "
+      "block, Triton scale order): the built-in CPU kernels' FP8 arithmetic; this backend's FP8 block path "
+      "is "
+      "not modelled [SPEC-formats 1.2-1.4]",
   };
   return p;
 }
@@ -284,6 +323,10 @@ Profile flashinfer_reference() {
       "(run_moe_dequant) [golden README, Conventions (verified)]",
       "global activation scales (one c over all T*k rows): same file (quant_fp4_batches, c_global_sf) "
       "[golden README]",
+      "fp8_* at their defaults (vLLM CUDA quantizer, fp32 round-to-nearest accumulation, one dot per "
+      "block, Triton scale order): the built-in CPU kernels' FP8 arithmetic; this backend's FP8 block path "
+      "is "
+      "not modelled [SPEC-formats 1.2-1.4]",
   };
   return p;
 }

@@ -15,6 +15,9 @@
 #include <string_view>
 #include <vector>
 
+#include "core/fp8_accum_bits.h"
+#include "core/fp8_group_quant.h"
+
 namespace moefuzz {
 
 enum class W13Order : uint8_t { kGateUp, kUpGate };
@@ -46,6 +49,13 @@ enum class SigmoidForm : uint8_t {
   kTanh,        // 0.5f*tanhf(0.5f*x)+0.5f (FlashInfer noAuxTc, trtllm-gen routing)
 };
 
+// Where an FP8 block-scaled GEMM applies its two fp32 scales to a block's dot P (SPEC-formats.md
+// §1.3-1.4; oracles/fp8_block_gemm.h (b) bounds both, so the oracle's verdict does not depend on it).
+enum class Fp8ScaleOrder : uint8_t {
+  kTriton,    // fl(fl(P * sa) * sb): Triton fused_moe, DeepSeek fp8_gemm_kernel
+  kDeepGemm,  // fl(fl(sa * sb) * P): DeepGEMM sm90_fp8_gemm_1d2d
+};
+
 struct Profile {
   std::string name;
   std::string summary;
@@ -73,7 +83,19 @@ struct Profile {
   SigmoidForm sigmoid_form = SigmoidForm::kReciprocal;
   bool fast_math_exp = false;  // __expf / __fdividef (-use_fast_math builds), else precise expf
   WeightDtype bias_dtype = WeightDtype::kFp32;  // e_score_correction_bias as the kernel reads it
-  std::vector<std::string> sources;             // citations: repo + path (+ function) per field
+  // FP8 block-scaled W8A8 layers (weight_format fp8_block; SPEC-formats.md §1.2-1.4; the oracle:
+  // oracles/fp8_act_envelope.h, oracles/fp8_block_gemm.h). The defaults are the built-in CPU kernels'
+  // contract: vLLM's CUDA activation quantizer, fp32 round-to-nearest accumulation, one dot per block.
+  // How the kernel computes its dynamic per-token-group activation scales and codes (kTriton: not IEEE,
+  // admitted within 2 scale ulps and one code).
+  Fp8GroupQuantVariant fp8_act_quant = Fp8GroupQuantVariant::kVllmCuda;
+  // Bits the in-block accumulator keeps (oracles/fp8_block_gemm.h (a)): 24 = fp32 round to nearest,
+  // kHopperFp8MmaAccumBits (11) = the Hopper FP8 tensor core.
+  int fp8_mma_accum_bits = kFp32RoundToNearestAccumBits;
+  // Fresh-accumulator dots per 128-element K block (Triton 128 / BLOCK_SIZE_K).
+  int fp8_dots_per_block = 1;
+  Fp8ScaleOrder fp8_scale_order = Fp8ScaleOrder::kTriton;
+  std::vector<std::string> sources;  // citations: repo + path (+ function) per field
 };
 
 // The built-in profiles (core/profile.cpp; each row cites its sources).

@@ -7,6 +7,7 @@ nlohmann::json profile_json(const Profile& p) {
   const char* quantizer[] = {"fast_math", "exact", "reference"};
   const char* combine[] = {"fp32_slot_order", "bf16_atomics", "bf16_products", "fp32_unrounded",
                            "bf16_epilogue_products"};
+  const char* fp8_act_quant[] = {"vllm_cuda", "deepgemm_reference", "triton"};
   return {
       {"name", p.name},
       {"summary", p.summary},
@@ -28,6 +29,10 @@ nlohmann::json profile_json(const Profile& p) {
       {"sigmoid_form", p.sigmoid_form == SigmoidForm::kTanh ? "tanh" : "reciprocal"},
       {"fast_math_exp", p.fast_math_exp},
       {"bias_dtype", dtype(p.bias_dtype)},
+      {"fp8_act_quant", fp8_act_quant[static_cast<int>(p.fp8_act_quant)]},
+      {"fp8_mma_accum_bits", p.fp8_mma_accum_bits},
+      {"fp8_dots_per_block", p.fp8_dots_per_block},
+      {"fp8_scale_order", p.fp8_scale_order == Fp8ScaleOrder::kDeepGemm ? "deepgemm" : "triton"},
       {"sources", p.sources}};
 }
 

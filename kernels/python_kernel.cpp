@@ -58,6 +58,7 @@ json config_of(const CaseRecipe& r, const Profile* profile, const std::string& c
       {"shared_fusion", name_of(r.routing.shared_fusion)},
       {"act_format", name_of(r.quant.activations)},
       {"weight_format", name_of(r.quant.weights)},
+      {"fp8_scales", r.quant.fp8_ue8m0 ? "ue8m0" : "fp32"},
       {"act_scales", name_of(r.quant.act_scales)},
       {"swiglu_limit", finite_or_null(r.swiglu.limit)},
       {"swiglu_alpha", r.swiglu.alpha},
@@ -130,7 +131,8 @@ WorkerMessage inputs_message(const Case& c, const std::string& key) {
 // Stacked semantic weights: codes [E+S, N, K/2], scales [E+S, N, K/16], global_dequant [E+S]; bf16
 // weights (weight_format bf16) as one bf16 tensor [E+S, N, K] per projection; MXFP4 weights as
 // mx_codes [E+S, N, K/2] (two E2M1 codes a byte, low nibble = even column, as gpt-oss *.blocks) and
-// mx_scales [E+S, N, K/32] (E8M0 bytes, as gpt-oss *.scales).
+// mx_scales [E+S, N, K/32] (E8M0 bytes, as gpt-oss *.scales); FP8 block-scaled weights as fp8_codes
+// [E+S, N, K] (E4M3) and fp8_scales [E+S, N/128, K/128] (fp32 multipliers, DeepSeek-V3 weight_scale_inv).
 WorkerMessage weights_message(const Case& c, const std::string& key) {
   WorkerMessage m;
   m.header = {{"op", "put"}, {"kind", "weights"}, {"key", key}};
@@ -148,6 +150,26 @@ WorkerMessage weights_message(const Case& c, const std::string& key) {
     stack_bf16("w_gate", [](const ExpertWeights& e) -> const Bf16Matrix& { return e.bf16.gate; });
     stack_bf16("w_up", [](const ExpertWeights& e) -> const Bf16Matrix& { return e.bf16.up; });
     stack_bf16("w_down", [](const ExpertWeights& e) -> const Bf16Matrix& { return e.bf16.down; });
+    return m;
+  }
+  if (c.recipe.quant.weights == WeightFormat::kFp8Block) {
+    const auto stack_fp8 = [&](const char* name, auto pick) {
+      if (n == 0) return;
+      const Fp8BlockQuantized& first = pick(c.experts[0]);
+      std::vector<uint8_t> codes;
+      std::vector<float> scales;
+      codes.reserve(static_cast<size_t>(n) * first.codes.size());
+      scales.reserve(static_cast<size_t>(n) * first.scales.size());
+      for (const ExpertWeights& e : c.experts) {
+        codes.insert(codes.end(), pick(e).codes.begin(), pick(e).codes.end());
+        scales.insert(scales.end(), pick(e).scales.begin(), pick(e).scales.end());
+      }
+      m.add_tensor(std::string(name) + ".fp8_codes", "e4m3", {n, first.rows, first.cols}, codes);
+      m.add_tensor(std::string(name) + ".fp8_scales", "f32", {n, first.scale_rows, first.scale_cols}, scales);
+    };
+    stack_fp8("w_gate", [](const ExpertWeights& e) -> const Fp8BlockQuantized& { return e.fp8.gate; });
+    stack_fp8("w_up", [](const ExpertWeights& e) -> const Fp8BlockQuantized& { return e.fp8.up; });
+    stack_fp8("w_down", [](const ExpertWeights& e) -> const Fp8BlockQuantized& { return e.fp8.down; });
     return m;
   }
   if (c.recipe.quant.weights == WeightFormat::kMxfp4) {

@@ -53,14 +53,15 @@
 #include <cstdint>
 #include <span>
 
+#include "core/fp8_accum_bits.h"
 #include "oracles/fp8_block_dot.h"
 
 namespace moefuzz {
 
 // Products one tensor-core step adds at once: the K of mma.sync m16n8k32 / wgmma k32 for e4m3.
 inline constexpr int64_t kFp8MmaChunk = 32;
-// Bits below the leading bit that the Hopper FP8 MMA accumulator keeps (header, (a)).
-inline constexpr int kHopperFp8MmaAccumBits = 11;
+// kHopperFp8MmaAccumBits (bits below the leading bit the Hopper FP8 MMA accumulator keeps, (a)) is
+// in core/fp8_accum_bits.h, which profiles name too.
 
 struct Fp8BlockGemmContract {
   int mma_accum_mantissa_bits = kHopperFp8MmaAccumBits;  // f in (a); 24 for fp32 RN accumulation

@@ -35,12 +35,25 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
       static_cast<int64_t>(routing.weights.size()) != T * slots)
     throw InputError("routing decision shape does not match the case");
   const bool w4a16 = c.recipe.quant.activations == ActivationFormat::kBf16;
-  if (kernel != nullptr && !w4a16) {
+  const bool fp8 = c.recipe.quant.activations == ActivationFormat::kFp8Group;
+  if (kernel != nullptr && !w4a16 && !fp8) {
     check_exposed_shape(kernel->fc1_input, T * slots, H, "fc1_input");
     check_exposed_shape(kernel->fc2_input, T * slots, I, "fc2_input");
   }
+  // FP8 W8A8: the profile's activation quantizer (with the recipe's UE8M0 option) and the exposure.
+  const Fp8ActQuantModel fp8_model{.variant = p.fp8_act_quant, .ue8m0 = c.recipe.quant.fp8_ue8m0};
+  const Fp8Quantization fp8_fc1{fp8_model, kernel != nullptr ? &kernel->fc1_fp8 : nullptr};
+  const Fp8Quantization fp8_fc2{fp8_model, kernel != nullptr ? &kernel->fc2_fp8 : nullptr};
   LayerReference ref;
   ref.admissibility = Verdict::pass("ORACLE", "admissibility");
+  if (kernel != nullptr && fp8) {
+    for (Verdict v : {check_exposed_fp8_shape(kernel->fc1_fp8, T * slots, H, "fc1_quant"),
+                      check_exposed_fp8_shape(kernel->fc2_fp8, T * slots, I, "fc2_quant")})
+      if (v.failed()) {
+        ref.admissibility = v;
+        return ref;
+      }
+  }
   const std::vector<ExpandedRow> rows = expand_rows(c, routing, ref.admissibility);
   if (!ref.admissibility.passed()) return ref;
   const int64_t kernel_rows = T * slots, R = static_cast<int64_t>(rows.size());
@@ -69,11 +82,11 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
     const ExpertRows er{rows, by_expert[e]};
     const ExpertWeights& W = c.experts[e];
     const float sq1 = c.a1_scale_for(static_cast<int64_t>(e)), sq2 = c.a2_scale_for(static_cast<int64_t>(e));
-    // W4A4: activations dequantize with 1/S_q; W4A16 activations carry no global scale.
-    const double sda1 = w4a16 ? 1.0 : 1.0 / static_cast<double>(sq1);
-    const double sda2 = w4a16 ? 1.0 : 1.0 / static_cast<double>(sq2);
+    // W4A4: activations dequantize with 1/S_q; W4A16 and W8A8 activations carry no global scale.
+    const double sda1 = w4a16 || fp8 ? 1.0 : 1.0 / static_cast<double>(sq1);
+    const double sda2 = w4a16 || fp8 ? 1.0 : 1.0 / static_cast<double>(sq2);
 
-    const Fc1Input fc1 = quantize_fc1(c, er, sq1, fc1_codes, fc1_memo);
+    const Fc1Input fc1 = quantize_fc1(c, er, sq1, fc1_codes, fc1_memo, fp8_fc1);
     if (!fc1.admissibility.passed()) {
       ref.admissibility = fc1.admissibility;
       return ref;
@@ -81,7 +94,7 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
     const Gemm1Rows g = gemm1(c, p, er, W, fc1, sda1, g1);
     const ActivationRows h = activation(p, c.recipe.swiglu, er, g, I, act);
     const Fc2Input fc2 =
-        quantize_fc2(c, er, sq2, h, fc2_codes, kernel != nullptr ? &kernel->activation : nullptr);
+        quantize_fc2(c, er, sq2, h, fc2_codes, kernel != nullptr ? &kernel->activation : nullptr, fp8_fc2);
     if (!fc2.admissibility.passed()) {
       ref.admissibility = fc2.admissibility;
       return ref;

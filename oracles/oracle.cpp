@@ -22,6 +22,7 @@ Verdict first_broken_stage(const Case& c, const Profile& p, const LayerResult& k
   if (!kernel.gemm1 && !kernel.activation) return fc2_failure;
   LayerResult values_only = kernel;
   values_only.fc2_input.reset();
+  values_only.fc2_fp8.reset();
   const LayerReference upstream = reference_layer(c, p, kernel.routing, &values_only);
   if (!upstream.admissibility.passed()) return fc2_failure;
   const std::pair<const char*, const std::optional<std::vector<float>>*> earlier[] = {

@@ -24,12 +24,20 @@ bool same_codes(const std::optional<QuantizedRows>& a, const std::optional<Quant
          same_bits(a->scales, b->scales);
 }
 
+bool same_codes(const std::optional<Fp8GroupQuantized>& a, const std::optional<Fp8GroupQuantized>& b) {
+  if (a.has_value() != b.has_value()) return false;
+  if (!a) return true;
+  return a->rows == b->rows && a->cols == b->cols && a->group == b->group && same_bits(a->codes, b->codes) &&
+         same_bits(a->scales, b->scales);
+}
+
 }  // namespace
 
 bool same_decisions(const LayerResult& a, const LayerResult& b) {
   return a.routing.tokens == b.routing.tokens && a.routing.slots == b.routing.slots &&
          same_bits(a.routing.ids, b.routing.ids) && same_bits(a.routing.weights, b.routing.weights) &&
-         same_codes(a.fc1_input, b.fc1_input) && same_codes(a.fc2_input, b.fc2_input);
+         same_codes(a.fc1_input, b.fc1_input) && same_codes(a.fc2_input, b.fc2_input) &&
+         same_codes(a.fc1_fp8, b.fc1_fp8) && same_codes(a.fc2_fp8, b.fc2_fp8);
 }
 
 bool same_conditioning(const LayerResult& a, const LayerResult& b) {
@@ -39,7 +47,8 @@ bool same_conditioning(const LayerResult& a, const LayerResult& b) {
 bool full_evaluation_is_decisions_only(const OracleEvaluation& full, const LayerResult& r) {
   // Exposed activation values condition GEMM2 where nothing quantizes the FC2 input (bf16 activations:
   // such a run exposes no FC2 codes; oracles/stages/quantize.h quantize_fc2).
-  if (r.activation && !r.fc2_input) return false;
+  // FP8 layers quantize it: exposed FP8 codes condition GEMM2, as NVFP4 codes do.
+  if (r.activation && !r.fc2_input && !r.fc2_fp8) return false;
   // Otherwise oracles/oracle.cpp reads GEMM1/activation values only after a failed admission
   // (first_broken_stage).
   return !full.admissibility.failed() || (!r.gemm1 && !r.activation);

@@ -23,6 +23,22 @@ void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const Expert
     y.lo[idx] = v.lo;
     y.hi[idx] = v.hi;
   };
+  if (c.recipe.quant.weights == WeightFormat::kFp8Block) {
+    // W8A8: as gemm1, from quantize2's codes (admitted, or the centres' with their deviations).
+    const Fp8Operands& a = in.fp8;
+    const DecodedFp8 decoded = DecodedFp8::from_codes(n, I, a.codes);
+    const Fp8BlockGemmContract k = fp8_contract(p.fp8_mma_accum_bits, p.fp8_dots_per_block);
+    constexpr int kRows = 4;
+    Interval v[kRows];
+    for (int64_t j0 = 0; j0 < n; j0 += kRows) {
+      const int na = static_cast<int>(std::min<int64_t>(kRows, n - j0));
+      for (int64_t o = 0; o < H; ++o) {
+        fp8_gemm_rows(a, decoded, j0, na, W.fp8.down, o, k, v);
+        for (int r = 0; r < na; ++r) finish(j0 + r, o, v[r]);
+      }
+    }
+    return;
+  }
   if (c.recipe.quant.weights != WeightFormat::kNvfp4) {
     // W16A16 and MXFP4 W4A16: the activation interval's centers and radii against weight row o
     // (bf16, or MXFP4 decoded exactly with the OCP decode, dense_dot.h), alpha 1.

@@ -84,6 +84,29 @@ void check_exposed_shape(const std::optional<QuantizedRows>& q, int64_t rows, in
     throw InputError(std::string("kernel ") + what + " has the wrong shape");
 }
 
+Verdict check_exposed_fp8_shape(const std::optional<Fp8GroupQuantized>& q, int64_t rows, int64_t cols,
+                                const char* stage) {
+  if (!q || (q->rows == rows && q->cols == cols && q->group == kFp8ActivationGroup &&
+             static_cast<int64_t>(q->codes.size()) == rows * cols &&
+             static_cast<int64_t>(q->scales.size()) == rows * (cols / kFp8ActivationGroup)))
+    return Verdict::pass("ORACLE", stage);
+  Verdict v = Verdict::fail("ORACLE", stage,
+                            "kernel " + std::string(stage) + " exposes FP8 rows [" + std::to_string(q->rows) +
+                                ", " + std::to_string(q->cols) + "] in groups of " +
+                                std::to_string(q->group) + " with " + std::to_string(q->scales.size()) +
+                                " scales; expected [" + std::to_string(rows) + ", " + std::to_string(cols) +
+                                "] in groups of " + std::to_string(kFp8ActivationGroup));
+  v.compared = 1;
+  return v;
+}
+
+// The kernel's exposed FP8 row of expanded row er (none for shared experts or without exposure).
+Fp8ExposedRow fp8_exposed_row(const Fp8Quantization& fp8, const ExpandedRow& er, int64_t cols) {
+  if (fp8.exposed == nullptr || !fp8.exposed->has_value() || er.slot < 0) return {};
+  const Fp8GroupQuantized& q = **fp8.exposed;
+  return {q.codes.data() + er.slot * cols, q.scales.data() + er.slot * (cols / kFp8ActivationGroup)};
+}
+
 Fc1Memo::Fc1Memo(const Case& c) {
   const int64_t T = c.recipe.shape.tokens, H = c.recipe.shape.hidden;
   memo_ = c.recipe.quant.activations != ActivationFormat::kBf16 && T * H <= (int64_t{1} << 23);
@@ -91,8 +114,23 @@ Fc1Memo::Fc1Memo(const Case& c) {
 }
 
 Fc1Input quantize_fc1(const Case& c, const ExpertRows& rows, float sq1,
-                      const std::optional<QuantizedRows>* kernel_codes, Fc1Memo& memo) {
+                      const std::optional<QuantizedRows>* kernel_codes, Fc1Memo& memo,
+                      const Fp8Quantization& fp8) {
   const int64_t H = c.recipe.shape.hidden, n = rows.size();
+  if (c.recipe.quant.activations == ActivationFormat::kFp8Group) {
+    // W8A8: the exact bf16 row, quantized by the profile's variant or admitted (fp8_operands.h).
+    Fc1Input out{.quantized = QuantizedInputs(0, 0, H), .fp8 = Fp8Operands(n, H)};
+    std::vector<float> x(static_cast<size_t>(H));
+    for (int64_t j = 0; j < n; ++j) {
+      const ExpandedRow& er = rows.row(j);
+      const uint16_t* src = c.hidden.data() + er.token * H;
+      for (int64_t i = 0; i < H; ++i) x[static_cast<size_t>(i)] = bf16_to_float(src[i]);
+      if (!fp8_quantize_point_row("fc1_quant", er, j, x, fp8.model, fp8_exposed_row(fp8, er, H), out.fp8,
+                                  out.admissibility))
+        return out;
+    }
+    return out;
+  }
   const bool w4a16 = c.recipe.quant.activations == ActivationFormat::kBf16;
   Fc1Input out{.quantized = QuantizedInputs(w4a16 ? 0 : n, n, H)};
   if (w4a16) out.bf16.resize(static_cast<size_t>(n * H));

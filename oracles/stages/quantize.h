@@ -18,12 +18,25 @@
 #include "core/case.h"
 #include "core/layer_io.h"
 #include "core/verdict.h"
+#include "oracles/stages/fp8_operands.h"
 #include "oracles/stages/stage_types.h"
 
 namespace moefuzz::stages {
 
 // Throws InputError when the kernel's exposed quantized rows do not have the case's shape.
 void check_exposed_shape(const std::optional<QuantizedRows>& q, int64_t rows, int64_t cols, const char* what);
+// An FP8 exposure of the wrong shape (rows, cols, a group other than 128, array sizes) is the kernel's
+// fault, not a bad input: a failed verdict of `stage` (pass when absent or well-shaped).
+Verdict check_exposed_fp8_shape(const std::optional<Fp8GroupQuantized>& q, int64_t rows, int64_t cols,
+                                const char* stage);
+
+// FP8 W8A8 (activations fp8_group): the profile's quantizer model and the kernel's exposed rows
+// ([kernel rows, K], nullptr or empty: none). FP8 layers fill Fc1Input::fp8 / Fc2Input::fp8
+// (oracles/stages/fp8_operands.h); an inadmissible exposure fails "fc1_quant" / "fc2_quant".
+struct Fp8Quantization {
+  Fp8ActQuantModel model;
+  const std::optional<Fp8GroupQuantized>* exposed = nullptr;
+};
 
 // FC1 envelopes of the tokens (the FC1 input of a token is the same point for each of its rows: one
 // envelope, and one set of unconditioned flips, per token and quantization scale), kept up to 2^23
@@ -48,15 +61,18 @@ struct Fc1Input {
   Verdict admissibility = Verdict::pass("ORACLE", "fc1_quant");
   QuantizedInputs quantized;  // W4A4
   std::vector<float> bf16;    // W4A16: n * H point rows
+  Fp8Operands fp8{0, 0};      // W8A8: n * H
 };
 // kernel_codes: the kernel's exposed FC1 input (nullptr or empty: none).
 Fc1Input quantize_fc1(const Case& c, const ExpertRows& rows, float sq1,
-                      const std::optional<QuantizedRows>* kernel_codes, Fc1Memo& memo);
+                      const std::optional<QuantizedRows>* kernel_codes, Fc1Memo& memo,
+                      const Fp8Quantization& fp8 = {});
 
 struct Fc2Input {
   Verdict admissibility = Verdict::pass("ORACLE", "fc2_quant");
   QuantizedInputs quantized;  // W4A4
   Bf16Operands fp32;          // W4A16: the interval's fp32 center plus a radius covering the rest
+  Fp8Operands fp8{0, 0};      // W8A8: n * I
 };
 // W4A16 and bf16 weights quantize nothing: a row whose activation values the kernel exposes
 // (`kernel_activation`, [kernel rows, I]) and that all lie in the row's activation interval is
@@ -65,6 +81,7 @@ struct Fc2Input {
 // is the activation stage's failure, found by its comparison; such a row is not conditioned.
 Fc2Input quantize_fc2(const Case& c, const ExpertRows& rows, float sq2, const ActivationRows& h,
                       const std::optional<QuantizedRows>* kernel_codes,
-                      const std::optional<std::vector<float>>* kernel_activation = nullptr);
+                      const std::optional<std::vector<float>>* kernel_activation = nullptr,
+                      const Fp8Quantization& fp8 = {});
 
 }  // namespace moefuzz::stages

@@ -9,8 +9,27 @@ namespace moefuzz::stages {
 
 Fc2Input quantize_fc2(const Case& c, const ExpertRows& rows, float sq2, const ActivationRows& h,
                       const std::optional<QuantizedRows>* kernel_codes,
-                      const std::optional<std::vector<float>>* kernel_activation) {
+                      const std::optional<std::vector<float>>* kernel_activation,
+                      const Fp8Quantization& fp8) {
   const int64_t I = h.cols, n = rows.size();
+  if (c.recipe.quant.activations == ActivationFormat::kFp8Group) {
+    // W8A8: the activation interval quantized by the profile's variant, or the kernel's row admitted.
+    Fc2Input out{.quantized = QuantizedInputs(0, 0, I), .fp8 = Fp8Operands(n, I)};
+    for (int64_t j = 0; j < n; ++j) {
+      if (h.nan[static_cast<size_t>(j)]) {
+        out.fp8.indeterminate[static_cast<size_t>(j)] = 1;
+        continue;
+      }
+      const size_t row0 = static_cast<size_t>(j * I);
+      const ExpandedRow& er = rows.row(j);
+      if (!fp8_quantize_interval_row("fc2_quant", er, j, {h.lo.data() + row0, static_cast<size_t>(I)},
+                                     {h.hi.data() + row0, static_cast<size_t>(I)},
+                                     {h.center.data() + row0, static_cast<size_t>(I)}, fp8.model,
+                                     fp8_exposed_row(fp8, er, I), out.fp8, out.admissibility))
+        return out;
+    }
+    return out;
+  }
   const bool w4a16 = c.recipe.quant.activations == ActivationFormat::kBf16;
   // The kernel's exposed activation rows, when their shape is the case's ([T * slots, I]).
   const std::vector<float>* act = nullptr;

@@ -15,6 +15,7 @@
 #include "core/layer_io.h"
 #include "core/verdict.h"
 #include "oracles/bounds.h"
+#include "oracles/stages/quantize.h"
 #include "oracles/stages/stage_types.h"
 
 namespace moefuzz::stages {
@@ -31,5 +32,8 @@ bool quantize_row(const char* stage, const ExpandedRow& er, int64_t j, std::span
                   std::span<const double> hi, const Nvfp4Envelope& env, float s_q,
                   const std::optional<QuantizedRows>* exposed, QuantizedInputs& q, Verdict& fail,
                   const std::vector<std::pair<int32_t, double>>* flips = nullptr);
+
+// The kernel's exposed FP8 row of expanded row er ({} for a shared expert or without exposure).
+Fp8ExposedRow fp8_exposed_row(const Fp8Quantization& fp8, const ExpandedRow& er, int64_t cols);
 
 }  // namespace moefuzz::stages

@@ -8,9 +8,9 @@ From Python you write the kernel (PyTorch, Triton, numpy, a CUDA extension) and 
 docs/python.md is the guide: the kernel interface, the case's tensors, the layout helpers.
 """
 from .api import CheckFailure, UsageError, check, find_binary, kernel_spec
-from .case import Case, Mxfp4Weights, NvFp4Weights
+from .case import Case, Fp8BlockWeights, Mxfp4Weights, NvFp4Weights
 from .kernel import kernel
 
 __version__ = "0.5.0"
-__all__ = ["Case", "CheckFailure", "Mxfp4Weights", "NvFp4Weights", "UsageError", "check", "find_binary", "kernel",
+__all__ = ["Case", "CheckFailure", "Fp8BlockWeights", "Mxfp4Weights", "NvFp4Weights", "UsageError", "check", "find_binary", "kernel",
            "kernel_spec"]

@@ -43,6 +43,20 @@ class Mxfp4Weights:
         return f"Mxfp4Weights(codes={tuple(self.codes.shape)}, scales={tuple(self.scales.shape)})"
 
 
+class Fp8BlockWeights:
+    """One FP8 block-scaled projection of every expert, stacked (weight_format "fp8_block", the DeepSeek-V3 FP8
+    checkpoint layout): codes [E+S, N, K] (E4M3: torch.float8_e4m3fn, or uint8 bits in numpy) and scales
+    [E+S, ceil(N/128), ceil(K/128)] float32, one per 128x128 block, a MULTIPLIER (`weight_scale_inv`):
+    value = e4m3(code) * scale[n // 128, k // 128]."""
+
+    def __init__(self, codes, scales):
+        self.codes = codes
+        self.scales = scales
+
+    def __repr__(self):
+        return f"Fp8BlockWeights(codes={tuple(self.codes.shape)}, scales={tuple(self.scales.shape)})"
+
+
 class TensorConverter:
     """Turns wire arrays (numpy views of the received bytes) into the kernel's tensors: numpy arrays (bf16 as
     float32 values) or torch tensors on `device`. Each is a copy, made once per content (the worker caches it):
@@ -76,6 +90,7 @@ _CONFIG_FIELDS = (
     "profile", "recipe_profile", "tokens", "hidden", "inter", "experts", "top_k", "n_group", "topk_group",
     "shared_experts", "slots", "hash_vocab", "routing_mode", "hash_score", "renormalize", "correction_bias",
     "routed_scaling_factor", "routed_scaling_factor_f32", "rsf_in_topk", "shared_fusion", "act_format", "weight_format",
+    "fp8_scales",
     "act_scales", "swiglu_limit", "swiglu_alpha", "swiglu_beta", "tactic", "contract",
 )
 
@@ -94,7 +109,9 @@ class Case:
     QUANTIZATION scales S_q). Weights (semantic, routed experts 0..E-1 then shared E..E+S-1): w_gate, w_up
     [E+S, I, H] and w_down [E+S, H, I] as NvFp4Weights, or, when weight_format is "bf16" (a kernel that lists
     "bf16" in its weight_formats), as bf16 tensors of those shapes (torch.bfloat16, or float32 values in numpy),
-    or, when it is "mxfp4" (a kernel that lists "mxfp4"), as Mxfp4Weights.
+    or, when it is "mxfp4" (a kernel that lists "mxfp4"), as Mxfp4Weights, or, when it is "fp8_block" (a kernel
+    that lists "fp8_block"; act_format is then "fp8_group": the kernel quantizes its activations per token and
+    128 columns itself), as Fp8BlockWeights.
     `device` is where torch tensors live.
     """
 
@@ -120,6 +137,8 @@ class Case:
             if proj + ".codes" in weights:
                 setattr(self, proj, NvFp4Weights(get(weights, proj + ".codes"), get(weights, proj + ".scales"),
                                                  get(weights, proj + ".global_dequant")))
+            elif proj + ".fp8_codes" in weights:
+                setattr(self, proj, Fp8BlockWeights(get(weights, proj + ".fp8_codes"), get(weights, proj + ".fp8_scales")))
             elif proj + ".mx_codes" in weights:
                 setattr(self, proj, Mxfp4Weights(get(weights, proj + ".mx_codes"), get(weights, proj + ".mx_scales")))
             elif proj in weights:

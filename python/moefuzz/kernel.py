@@ -18,7 +18,7 @@ class KernelSpecError(Exception):
     """The object does not describe a usable kernel (bad input: moefuzz exits 2)."""
 
 
-WEIGHT_FORMATS = ("nvfp4", "bf16", "mxfp4")
+WEIGHT_FORMATS = ("nvfp4", "bf16", "mxfp4", "fp8_block")
 
 
 def kernel(profile: str, *, name: str | None = None, description: str = "", tensors: str = "torch",

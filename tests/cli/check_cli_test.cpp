@@ -206,12 +206,15 @@ TEST_F(CheckCli, ListJsonPrintsEachProfilesFields) {
   for (const auto& p : j.at("profiles")) {
     for (const char* field :
          {"name", "w13_order", "rsf_in_topk", "routing_weight_dtype", "renorm_epsilon", "tie_rule",
-          "quantizer", "zero_scale_rule", "combine", "sigmoid_form", "sources"})
+          "quantizer", "zero_scale_rule", "combine", "sigmoid_form", "fp8_act_quant", "fp8_mma_accum_bits",
+          "fp8_dots_per_block", "fp8_scale_order", "sources"})
       EXPECT_TRUE(p.contains(field)) << p.value("name", "?") << " lacks " << field;
     if (p.at("name") == "sglang-cutlass-fp4") {
       EXPECT_EQ(p.at("renorm_epsilon").get<double>(), 1e-20);
       EXPECT_EQ(p.at("rsf_in_topk"), true);
+      EXPECT_EQ(p.at("fp8_mma_accum_bits"), 24);  // the cpu kernel's fp32 accumulation
     }
+    if (p.at("name") == "sglang-triton") EXPECT_EQ(p.at("fp8_act_quant"), "triton");
   }
 }
 

@@ -67,6 +67,12 @@ TEST(ProfilesDoc, TableMatchesTheProfileData) {
               p.tie_rule == TieRule::kLowerIndexWins ? "lower" : "unspecified");
     EXPECT_EQ(value_of(rows["fused shared weight"][i]), p.shared_fused_weight_inv_rsf ? "1/rsf" : "1");
     EXPECT_EQ(value_of(rows["per-expert act scales"][i]), p.per_expert_act_scales ? "yes" : "no");
+    const char* fp8_act_quant[] = {"vllm_cuda", "deepgemm_reference", "triton"};
+    EXPECT_EQ(value_of(rows["fp8 act quant"][i]), fp8_act_quant[static_cast<int>(p.fp8_act_quant)]);
+    EXPECT_EQ(std::stoi(value_of(rows["fp8 mma accum bits"][i])), p.fp8_mma_accum_bits);
+    EXPECT_EQ(std::stoi(value_of(rows["fp8 dots per block"][i])), p.fp8_dots_per_block);
+    EXPECT_EQ(value_of(rows["fp8 scale order"][i]),
+              p.fp8_scale_order == Fp8ScaleOrder::kDeepGemm ? "deepgemm" : "triton");
   }
 }
 

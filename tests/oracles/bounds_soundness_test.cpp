@@ -4,7 +4,11 @@
 // both rcp.approx steps of outScale perturbed by +-1 ulp as rcp.approx may be, except on powers of two
 // where the H200 is exact; exact), __expf-like exp perturbed by +-2 ulp,
 // every built-in profile's rounding points and combine. The oracle's bound must never be exceeded,
-// whether the kernel exposes its FC1/FC2 codes (conditioned) or not.
+// whether the kernel exposes its FC1/FC2 codes (conditioned) or not. A quarter of the cases are FP8
+// block-scaled W8A8 layers (SPEC-formats.md §1): the profile's activation quantizer (its kTriton
+// variant with the fp32 scale up to 2 ulps off and codes one off, as div.full or sgl-kernel may be),
+// each 128-block summed in fp32 in a random order (split into the profile's dots per block), its
+// scales applied in the Triton or the DeepGEMM order, fp32 across blocks.
 //
 // Default: as many cases as fit in ~5 s. MOEFUZZ_SOUNDNESS_CASES=100000 runs a fixed larger count
 // (docs/oracle.md records the result and the error/bound distribution). MOEFUZZ_SOUNDNESS_SHARD=k/n
@@ -26,8 +30,10 @@
 #include "core/e4m3.h"
 #include "core/errors.h"
 #include "core/fp4_packing.h"
+#include "core/fp8_group_quant.h"
 #include "core/profile.h"
 #include "core/rng.h"
+#include "oracles/fp8_act_envelope.h"
 #include "oracles/layer_ref.h"
 
 namespace moefuzz {
@@ -135,6 +141,82 @@ class Mirror {
     return alpha * sum(terms);
   }
 
+  // FP8 per-token-group quantization of one row by the profile's variant (kTriton: the fp32 scale up to
+  // 2 ulps off before any UE8M0 ceil, with or without vLLM's 1e-10 floor, codes of fl(x / s) one off
+  // here and there).
+  void quantize_fp8(const std::vector<float>& x, bool ue8m0, std::vector<uint8_t>& codes,
+                    std::vector<float>& scales) {
+    const int64_t k = static_cast<int64_t>(x.size());
+    const Fp8GroupQuantVariant v = p_.fp8_act_quant;
+    Fp8GroupQuantized q = quantize_fp8_per_token_group(x, 1, k, {.ue8m0 = ue8m0, .variant = v});
+    if (v == Fp8GroupQuantVariant::kTriton) {
+      const Fp8GroupQuantized raw = quantize_fp8_per_token_group(x, 1, k, {.variant = v});
+      const Fp8ActQuantModel plain{.variant = v};
+      for (int64_t b = 0; b < k / 128; ++b) {
+        float sc = ulp_step(raw.scales[static_cast<size_t>(b)], static_cast<int>(next() % 5) - 2);
+        if (ue8m0) sc = std::exp2(std::ceil(std::log2(next() % 2 ? std::fmax(sc, 1e-10f) : sc)));
+        q.scales[static_cast<size_t>(b)] = sc;
+        for (int64_t i = 128 * b; i < 128 * b + 128; ++i) {
+          uint8_t c = fp8_group_code(x[static_cast<size_t>(i)], sc, plain);
+          if (next() % 8 == 0) {
+            const int r = std::clamp(fp8_code_rank(c) + (next() % 2 ? 1 : -1), -126, 126);
+            c = r < 0 ? static_cast<uint8_t>(0x80 | -r) : static_cast<uint8_t>(r);
+          }
+          q.codes[static_cast<size_t>(i)] = c;
+        }
+      }
+    }
+    codes = q.codes;
+    scales = q.scales;
+  }
+
+  // One FP8 GEMM element: per 128-block, the profile's dots per block each summed in fp32 in a random
+  // order, then (P sa) sb (Triton) or (sa sb) P (DeepGEMM), accumulated in fp32.
+  float gemm_fp8(const std::vector<uint8_t>& codes, const std::vector<float>& scales,
+                 const Fp8BlockQuantized& w, int64_t row) {
+    const bool deepgemm = next() % 2;
+    const int64_t dots = p_.fp8_dots_per_block, len = 128 / dots;
+    float acc = 0;
+    for (int64_t b = 0; b < w.cols / 128; ++b) {
+      const float sa = scales[static_cast<size_t>(b)], sb = w.scale(row / 128, b);
+      for (int64_t d = 0; d < dots; ++d) {
+        std::vector<float> t;
+        for (int64_t i = 128 * b + len * d; i < 128 * b + len * (d + 1); ++i)
+          t.push_back(e4m3_to_float(codes[static_cast<size_t>(i)]) * e4m3_to_float(w.code(row, i)));
+        const float part = sum(t);
+        acc += deepgemm ? (sa * sb) * part : (part * sa) * sb;
+      }
+    }
+    return acc;
+  }
+
+  // The FP8 expert MLP: as expert(), with the FP8 codes and scales it exposes.
+  std::vector<float> expert_fp8(const Case& c, const std::vector<float>& x, int32_t e,
+                                std::vector<uint8_t>& c1, std::vector<float>& s1, std::vector<uint8_t>& c2,
+                                std::vector<float>& s2, std::vector<float>& g1, std::vector<float>& a1) {
+    const Fp8ExpertWeights& w = c.experts[static_cast<size_t>(e)].fp8;
+    const int64_t I = w.gate.rows, H = w.down.rows;
+    const bool ue8m0 = c.recipe.quant.fp8_ue8m0;
+    quantize_fp8(x, ue8m0, c1, s1);
+    std::vector<float> gate(static_cast<size_t>(I)), up(static_cast<size_t>(I)), h(static_cast<size_t>(I));
+    for (int64_t o = 0; o < I; ++o) {
+      gate[static_cast<size_t>(o)] = rb(gemm_fp8(c1, s1, w.gate, o), p_.bf16_after_gemm1);
+      up[static_cast<size_t>(o)] = rb(gemm_fp8(c1, s1, w.up, o), p_.bf16_after_gemm1);
+    }
+    g1 = gate;
+    g1.insert(g1.end(), up.begin(), up.end());
+    for (int64_t o = 0; o < I; ++o)
+      h[static_cast<size_t>(o)] =
+          rb(act(gate[static_cast<size_t>(o)], up[static_cast<size_t>(o)], c.recipe.swiglu),
+             p_.bf16_after_activation);
+    a1 = h;
+    quantize_fp8(h, ue8m0, c2, s2);
+    std::vector<float> y(static_cast<size_t>(H));
+    for (int64_t o = 0; o < H; ++o)
+      y[static_cast<size_t>(o)] = rb(gemm_fp8(c2, s2, w.down, o), p_.bf16_after_gemm2);
+    return y;
+  }
+
   float act(float g, float u, const Swiglu& s) {
     const float gl = std::min(g, static_cast<float>(s.limit));
     const float v =
@@ -194,6 +276,14 @@ CaseRecipe random_recipe(Stream& s, uint64_t i) {
   r.values.weights = static_cast<WeightProfile>(pick(11, 0, 4));
   r.values.hidden = static_cast<HiddenProfile>(pick(12, 0, 4));
   r.values.act_scale = static_cast<ActScaleProfile>(pick(13, 0, 1));
+  if (pick(14, 0, 3) == 0) {  // FP8 block W8A8: H, I multiples of 128, no NVFP4 knobs
+    r.shape.hidden = 128 * pick(15, 1, 2);
+    r.shape.inter = 128;
+    r.quant.activations = ActivationFormat::kFp8Group;
+    r.quant.weights = WeightFormat::kFp8Block;
+    r.quant.gate_up_scale_ratio = 1.0;
+    r.quant.fp8_ue8m0 = (r.seed >> 7) % 3 == 0;
+  }
   return r;
 }
 
@@ -203,6 +293,8 @@ struct Stats {
   int64_t hist[6] = {0, 0, 0,
                      0, 0, 0};    // error/bound: 0, (0,1e-3], (1e-3,1e-2], (1e-2,0.1], (0.1,0.5], (0.5,1]
   std::vector<double> tightness;  // conditioned: bound / |expected| per element
+  int64_t fp8_cases = 0;
+  double fp8_max_ratio = 0;  // output error/bound over the FP8 cases
 };
 
 TEST(BoundsSoundness, MirrorKernelsNeverExceedTheBound) {
@@ -247,6 +339,33 @@ TEST(BoundsSoundness, MirrorKernelsNeverExceedTheBound) {
       res.routing.weights.push_back(static_cast<float>(static_cast<double>(m.next() % 1000 + 1) / 997.0));
     }
     QuantizedRows q1{T * k, H, {}, {}}, q2{T * k, I, {}, {}};
+    const bool fp8 = r.quant.weights == WeightFormat::kFp8Block;
+    Fp8GroupQuantized f1{.rows = T * k, .cols = H}, f2{.rows = T * k, .cols = I};
+    // One expert MLP of either format, its exposed FC1/FC2 inputs appended to the layer's.
+    const auto run_expert = [&](const std::vector<float>& x, int32_t e, std::vector<float>& g1,
+                                std::vector<float>& a1, bool expose) {
+      std::vector<uint8_t> c1, s1, c2, s2;
+      if (fp8) {
+        std::vector<float> fs1, fs2;
+        std::vector<float> y = m.expert_fp8(c, x, e, c1, fs1, c2, fs2, g1, a1);
+        if (expose) {
+          f1.codes.insert(f1.codes.end(), c1.begin(), c1.end());
+          f1.scales.insert(f1.scales.end(), fs1.begin(), fs1.end());
+          f2.codes.insert(f2.codes.end(), c2.begin(), c2.end());
+          f2.scales.insert(f2.scales.end(), fs2.begin(), fs2.end());
+        }
+        return y;
+      }
+      std::vector<float> y = m.expert(c, x, e, c1, s1, c2, s2, g1, a1);
+      if (expose) {
+        const auto p1 = pack_fp4(c1), p2 = pack_fp4(c2);
+        q1.packed.insert(q1.packed.end(), p1.begin(), p1.end());
+        q1.scales.insert(q1.scales.end(), s1.begin(), s1.end());
+        q2.packed.insert(q2.packed.end(), p2.begin(), p2.end());
+        q2.scales.insert(q2.scales.end(), s2.begin(), s2.end());
+      }
+      return y;
+    };
     std::vector<float> g1all, a1all, g2all;
     std::vector<float> out(static_cast<size_t>(T * H));
     const float rsf = static_cast<float>(r.routing.routed_scaling_factor);
@@ -256,15 +375,8 @@ TEST(BoundsSoundness, MirrorKernelsNeverExceedTheBound) {
         x[static_cast<size_t>(i2)] = bf16_to_float(c.hidden[static_cast<size_t>(t * H + i2)]);
       std::vector<std::vector<float>> ys;
       for (int64_t sl = 0; sl < k; ++sl) {
-        std::vector<uint8_t> c1, s1, c2, s2;
         std::vector<float> g1, a1;
-        ys.push_back(
-            m.expert(c, x, res.routing.ids[static_cast<size_t>(t * k + sl)], c1, s1, c2, s2, g1, a1));
-        const auto p1 = pack_fp4(c1), p2 = pack_fp4(c2);
-        q1.packed.insert(q1.packed.end(), p1.begin(), p1.end());
-        q1.scales.insert(q1.scales.end(), s1.begin(), s1.end());
-        q2.packed.insert(q2.packed.end(), p2.begin(), p2.end());
-        q2.scales.insert(q2.scales.end(), s2.begin(), s2.end());
+        ys.push_back(run_expert(x, res.routing.ids[static_cast<size_t>(t * k + sl)], g1, a1, true));
         g1all.insert(g1all.end(), g1.begin(), g1.end());
         a1all.insert(a1all.end(), a1.begin(), a1.end());
         g2all.insert(g2all.end(), ys.back().begin(), ys.back().end());
@@ -293,10 +405,8 @@ TEST(BoundsSoundness, MirrorKernelsNeverExceedTheBound) {
         out[static_cast<size_t>(t * H + o)] = m.rb(acc, p.bf16_output);
       }
       for (int64_t j = 0; j < r.shape.shared_experts; ++j) {
-        std::vector<uint8_t> c1, s1, c2, s2;
         std::vector<float> g1, a1;
-        const std::vector<float> y =
-            m.expert(c, x, static_cast<int32_t>(r.shape.experts + j), c1, s1, c2, s2, g1, a1);
+        const std::vector<float> y = run_expert(x, static_cast<int32_t>(r.shape.experts + j), g1, a1, false);
         // The separate shared MLP's output is a tensor of the model dtype (bf16 where the output is),
         // also where the routed GEMM2 output stays fp32 (sglang-triton).
         for (int64_t o = 0; o < H; ++o)
@@ -307,11 +417,15 @@ TEST(BoundsSoundness, MirrorKernelsNeverExceedTheBound) {
     }
     res.output = out;
     const bool conditioned = (i / shards) % 2 == 0;  // half of every shard (i % 2 without sharding)
-    if (conditioned) {
+    if (conditioned && fp8) {
+      res.fc1_fp8 = f1;
+      res.fc2_fp8 = f2;
+    } else if (conditioned) {
       res.fc1_input = q1;
       res.fc2_input = q2;
     }
     const LayerReference ref = reference_layer(c, p, res.routing, &res);
+    double fp8_case_ratio = 0;
     ASSERT_TRUE(ref.admissibility.passed())
         << "case " << i << " profile " << p.name << ": " << ref.admissibility.message;
     const std::pair<const char*, const std::vector<float>*> stages[] = {
@@ -325,6 +439,7 @@ TEST(BoundsSoundness, MirrorKernelsNeverExceedTheBound) {
                               << v.worst.expected << " bound " << v.worst.bound;
       if (std::string(name) != "output") continue;
       st.max_ratio = std::max(st.max_ratio, v.max_ratio);
+      fp8_case_ratio = v.max_ratio;
       for (size_t j = 0; j < e.expected.size(); ++j) {
         if (std::isinf(e.bound[j])) continue;
         const double ratio = e.bound[j] > 0 ? std::fabs((*got)[j] - e.expected[j]) / e.bound[j] : 0;
@@ -341,6 +456,8 @@ TEST(BoundsSoundness, MirrorKernelsNeverExceedTheBound) {
       }
     }
     ++st.cases;
+    st.fp8_cases += fp8;
+    if (fp8) st.fp8_max_ratio = std::max(st.fp8_max_ratio, fp8_case_ratio);
   }
   std::printf("soundness: %lld cases (%lld recipes skipped), %lld output elements, max error/bound %.4f\n",
               static_cast<long long>(st.cases), static_cast<long long>(st.skipped),
@@ -371,7 +488,10 @@ TEST(BoundsSoundness, MirrorKernelsNeverExceedTheBound) {
     for (int64_t d : dec) std::printf(" %lld", static_cast<long long>(d));
     std::printf("\n");
   }
+  std::printf("FP8 block W8A8: %lld cases, max output error/bound %.4f\n",
+              static_cast<long long>(st.fp8_cases), st.fp8_max_ratio);
   EXPECT_GT(st.cases, 20);
+  EXPECT_GT(st.fp8_cases, 0);
   EXPECT_GT(st.elements, 0);
 }
 
