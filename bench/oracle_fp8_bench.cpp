@@ -8,6 +8,7 @@
 
 #include "core/rng.h"
 #include "oracles/fp8_block_dot.h"
+#include "oracles/fp8_block_dot_loops.h"
 
 namespace moefuzz {
 namespace {
@@ -23,14 +24,18 @@ std::vector<uint8_t> bench_codes(int64_t n, uint64_t seed) {
   return c;
 }
 
-void run(benchmark::State& state, int na) {
+void run(benchmark::State& state, int na, Fp8DotLoop loop = fp8_block_dot_best_loop()) {
+  if (!fp8_block_dot_loop_available(loop)) {
+    state.SkipWithError("loop not available on this CPU");
+    return;
+  }
   const int64_t k = state.range(0), rows = 64;
   const DecodedFp8 a = DecodedFp8::from_codes(na, k, bench_codes(na * k, 1));
   const std::vector<uint8_t> w = bench_codes(rows * k, 2);
   std::vector<Fp8BlockDot> out(static_cast<size_t>(na));
   for (auto _ : state)
     for (int64_t r = 0; r < rows; ++r) {
-      fp8_block_dot_rows(a, 0, na, Fp8Row{w.data() + r * k, k}, out.data());
+      fp8_block_dot_rows_with(loop, a, 0, na, Fp8Row{w.data() + r * k, k}, out.data());
       benchmark::DoNotOptimize(out.data());
     }
   const double macs = static_cast<double>(state.iterations()) * static_cast<double>(rows * k * na);
@@ -42,11 +47,20 @@ void run(benchmark::State& state, int na) {
 void BM_OracleFp8BlockDot(benchmark::State& state) { run(state, 1); }
 BENCHMARK(BM_OracleFp8BlockDot)->Arg(2048)->Arg(7168);
 
-// 4 activation rows per weight row per call (BM_OracleDotRows/K/4's shape: the layer's kernel).
 // na activation rows per weight row per call (BM_OracleDotRows/K/4's shape at na = 4: the layer's
 // kernel; more rows share each decoded weight block).
 void BM_OracleFp8BlockDotRows(benchmark::State& state) { run(state, static_cast<int>(state.range(1))); }
 BENCHMARK(BM_OracleFp8BlockDotRows)->Args({2048, 4})->Args({7168, 4})->Args({2048, 16})->Args({7168, 16});
 
+}  // namespace
+}  // namespace moefuzz
+
+namespace moefuzz {
+namespace {
+// The AVX2 loop (what CPUs without AVX-512 run), on this CPU: 1 and 4 rows per call.
+void BM_OracleFp8BlockDotRowsAvx2(benchmark::State& state) {
+  run(state, static_cast<int>(state.range(1)), Fp8DotLoop::kAvx2);
+}
+BENCHMARK(BM_OracleFp8BlockDotRowsAvx2)->Args({7168, 1})->Args({7168, 4});
 }  // namespace
 }  // namespace moefuzz

@@ -13,6 +13,7 @@
 
 #include "core/e4m3.h"
 #include "core/errors.h"
+#include "oracles/fp8_block_dot_loops.h"
 
 namespace moefuzz {
 namespace {
@@ -48,6 +49,17 @@ bool cpu_has_fp8_dot_simd() {
 #endif
 }
 
+bool cpu_has_fp8_dot_avx512() {
+#if defined(__x86_64__)
+  // __builtin_cpu_supports also checks that the OS saves the ZMM state (XCR0).
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  return has;
+#else
+  return false;
+#endif
+}
+
 void check_rows(const DecodedFp8& a, int64_t ra, int na, Fp8Row w) {
   if (a.cols() != w.cols) throw InputError("fp8_block_dot_rows: operand lengths differ");
   if (na < 1 || ra < 0 || ra + na > a.rows()) throw InputError("fp8_block_dot_rows: row range out of bounds");
@@ -74,6 +86,8 @@ DecodedFp8::DecodedFp8(int64_t rows, int64_t cols)
   const size_t n = static_cast<size_t>(rows * blocks_ * kFp8DotBlock);
   code_.assign(n, 0);
   value_.assign(n, 0.0);
+  if (fp8_block_dot_loop_available(Fp8DotLoop::kAvx512))
+    interleaved_.assign(static_cast<size_t>(rows * groups() * 8 * kFp8DotBlock), 0.0);
   nan_.assign(static_cast<size_t>(rows), 0);
 }
 
@@ -100,6 +114,17 @@ void DecodedFp8::set_row(int64_t r, std::span<const uint8_t> codes) {
     value_[base + static_cast<size_t>(i)] = v;
   }
   nan_[static_cast<size_t>(r)] = nan ? 1 : 0;
+  if (!interleaved_.empty()) {
+    const uint8_t* order = detail::fp8_interleave_order();
+    double* t = interleaved_.data() + r * groups() * 8 * kFp8DotBlock;
+    for (int64_t g = 0; g < groups(); ++g)
+      for (int64_t p = 0; p < kFp8DotBlock; ++p)
+        for (int64_t j = 0; j < 8; ++j) {
+          const int64_t b = 8 * g + j;
+          t[(g * kFp8DotBlock + p) * 8 + j] =
+              b < blocks_ ? value_[base + static_cast<size_t>(b * kFp8DotBlock + order[p])] : 0.0;
+        }
+  }
 }
 
 double DecodedFp8::operand(int64_t r, int64_t i) const {
@@ -130,7 +155,7 @@ void fp8_block_dot_rows_scalar(const DecodedFp8& a, int64_t ra, int na, Fp8Row w
   }
 }
 
-bool fp8_block_dot_uses_simd() { return cpu_has_fp8_dot_simd(); }
+bool fp8_block_dot_uses_simd() { return fp8_block_dot_best_loop() != Fp8DotLoop::kScalar; }
 
 #if defined(__x86_64__)
 namespace {
@@ -246,16 +271,56 @@ __attribute__((target("avx2,fma,f16c"))) void fp8_block_dot_rows_avx2(const Deco
 }  // namespace
 #endif
 
-void fp8_block_dot_rows(const DecodedFp8& a, int64_t ra, int na, Fp8Row w, Fp8BlockDot* out) {
+const char* fp8_dot_loop_name(Fp8DotLoop loop) {
+  switch (loop) {
+    case Fp8DotLoop::kAvx512:
+      return "avx512";
+    case Fp8DotLoop::kAvx2:
+      return "avx2";
+    default:
+      return "scalar";
+  }
+}
+
+bool fp8_block_dot_loop_available(Fp8DotLoop loop) {
+  switch (loop) {
+    case Fp8DotLoop::kAvx512:
+      return cpu_has_fp8_dot_avx512();
+    case Fp8DotLoop::kAvx2:
+      return cpu_has_fp8_dot_simd();
+    default:
+      return true;
+  }
+}
+
+Fp8DotLoop fp8_block_dot_best_loop() {
+  if (cpu_has_fp8_dot_avx512()) return Fp8DotLoop::kAvx512;
+  if (cpu_has_fp8_dot_simd()) return Fp8DotLoop::kAvx2;
+  return Fp8DotLoop::kScalar;
+}
+
+void fp8_block_dot_rows_with(Fp8DotLoop loop, const DecodedFp8& a, int64_t ra, int na, Fp8Row w,
+                             Fp8BlockDot* out) {
+  if (!fp8_block_dot_loop_available(loop))
+    throw InputError(std::string("fp8_block_dot_rows: the ") + fp8_dot_loop_name(loop) +
+                     " loop is not available on this CPU");
   check_rows(a, ra, na, w);
 #if defined(__x86_64__)
-  if (cpu_has_fp8_dot_simd()) {
+  if (loop != Fp8DotLoop::kScalar) {
     for (int r = 0; r < na; ++r) prepare(out[r], a);
-    fp8_block_dot_rows_avx2(a, ra, na, w, out);
+    if (loop == Fp8DotLoop::kAvx512)
+      detail::fp8_block_dot_rows_avx512(a, ra, na, w, out);
+    else
+      fp8_block_dot_rows_avx2(a, ra, na, w, out);
     return;
   }
 #endif
   fp8_block_dot_rows_scalar(a, ra, na, w, out);
+}
+
+void fp8_block_dot_rows(const DecodedFp8& a, int64_t ra, int na, Fp8Row w, Fp8BlockDot* out) {
+  static const Fp8DotLoop best = fp8_block_dot_best_loop();
+  fp8_block_dot_rows_with(best, a, ra, na, w, out);
 }
 
 }  // namespace moefuzz

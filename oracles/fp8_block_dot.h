@@ -16,15 +16,17 @@
 // padding adds nothing.
 //
 // Activation rows are decoded once (DecodedFp8: the codes, and the values as doubles n * 2^17,
-// rows padded to whole blocks). Weight rows are read as stored (Fp8Row: E4M3 bytes); each 128-byte
-// block of a weight row is decoded once per call, for all the call's activation rows
-// (fp8_block_dot_rows, four at a time in registers), by the fp16 trick: the E4M3 bits moved into an
-// fp16 (sign to bit 15, the other seven bits shifted left by 7) are the E4M3 value times 2^-8
-// exactly, subnormals included (both formats have the same subnormal structure), converted by F16C.
-// Products n_a 2^17 x n_w 2^-17 are the integers n_a n_w, and every partial sum of a block is an
-// integer below 2^43, so the FMA accumulation in double is exact in any order: the AVX2 loop
-// (run-time dispatch) and the scalar int64 loop give identical results. NaN codes (0x7F, 0xFF)
-// decode to 0 and flag the dot.
+// rows padded to whole blocks; where the AVX-512 loop runs, also the same doubles interleaved 8
+// blocks to a vector, 8 more bytes per element). Weight rows are read as stored (Fp8Row: E4M3
+// bytes); each weight block is decoded once per call for up to 8 of the call's activation rows
+// (fp8_block_dot_rows), by the fp16 trick: the E4M3 bits moved into an fp16 (sign to bit 15, the
+// other seven bits shifted left by 7) are the E4M3 value times 2^-8 exactly, subnormals included
+// (both formats have the same subnormal structure), converted by F16C / AVX-512. Products
+// n_a 2^17 x n_w 2^-17 are the integers n_a n_w, and every partial sum of a block is an integer below
+// 2^43, so the FMA accumulation in double is exact in any order: the AVX-512 and AVX2 loops
+// (run-time dispatch, oracles/fp8_block_dot_loops.h) and the scalar int64 loop give identical
+// results. NaN codes (0x7F, 0xFF) decode to 0 and flag the dot. Cost per multiply-add against the
+// NVFP4 dots: docs/perf.md, "FP8 block dot".
 //
 // Example:
 //   std::vector<uint8_t> act(4 * 7168), wt(7168);                 // E4M3 codes, row-major
@@ -65,11 +67,19 @@ class DecodedFp8 {
   const uint8_t* code_row(int64_t r) const { return code_.data() + r * blocks_ * kFp8DotBlock; }
   // n * 2^17 (n = value * 2^9, an integer); NaN codes give 0.
   const double* value_row(int64_t r) const { return value_.data() + r * blocks_ * kFp8DotBlock; }
+  // The same values interleaved for the AVX-512 loop (oracles/fp8_block_dot_loops.h): per group of
+  // 8 blocks, 128 positions of 8 doubles, one per block (position p holds element
+  // detail::fp8_interleave_order()[p] of each block; missing blocks 0). Empty (nullptr) unless the
+  // CPU runs that loop.
+  const double* interleaved_row(int64_t r) const {
+    return interleaved_.empty() ? nullptr : interleaved_.data() + r * groups() * 8 * kFp8DotBlock;
+  }
+  int64_t groups() const { return (blocks_ + 7) / 8; }  // groups of 8 blocks
 
  private:
   int64_t rows_ = 0, cols_ = 0, blocks_ = 0;
   std::vector<uint8_t> code_;
-  std::vector<double> value_;
+  std::vector<double> value_, interleaved_;
   std::vector<uint8_t> nan_;
 };
 
@@ -100,13 +110,14 @@ struct Fp8BlockDot {
 };
 
 // Rows ra .. ra+na-1 (na >= 1) of `a` against weight row `w` (same cols): out[0..na). The more rows
-// per call, the fewer times each weight block is decoded (docs/perf.md). Per-block sums are resized
-// to a.blocks() (no allocation when the outputs already have that size). The AVX2 loop
-// when the CPU has AVX2, FMA and F16C, else fp8_block_dot_rows_scalar; both exact, so identical.
+// per call (up to 8 share one decode), the fewer times each weight block is decoded (docs/perf.md).
+// Per-block sums are resized to a.blocks() (no allocation when the outputs already have that size).
+// The AVX-512 loop when the CPU has AVX-512 F/BW/DQ/VL, else the AVX2 loop when it has AVX2, FMA and
+// F16C, else fp8_block_dot_rows_scalar; all exact, so identical.
 void fp8_block_dot_rows(const DecodedFp8& a, int64_t ra, int na, Fp8Row w, Fp8BlockDot* out);
 // The portable int64 loop (from the codes, not the decoded doubles): the reference.
 void fp8_block_dot_rows_scalar(const DecodedFp8& a, int64_t ra, int na, Fp8Row w, Fp8BlockDot* out);
-// True when fp8_block_dot_rows uses the AVX2 loop on this CPU.
+// True when fp8_block_dot_rows uses a SIMD loop (AVX-512 or AVX2) on this CPU.
 bool fp8_block_dot_uses_simd();
 
 }  // namespace moefuzz
