@@ -255,7 +255,7 @@ void draw_weight_format(CaseRecipe& r) {
 
 // FP8 block W8A8 (weight_format fp8_block, SPEC-formats.md §1) for a share of the cases that still
 // have NVFP4 weights: one in two where H and I are already multiples of 128 (large shapes, models),
-// one in four of the others with H and I rounded up to the next multiple of 128 (so the small and
+// one in eight of the others with H and I rounded up to the next multiple of 128 (so the small and
 // medium classes, whose H and I rarely are, reach FP8 layers too; not the widened many-expert cases).
 // UE8M0 scales (fp8_scales = ue8m0) one FP8 case in two. Drawn last: every other field of a seed's
 // case stays as it was. A value corner's global-scale edit becomes the same value written into the
@@ -266,7 +266,7 @@ void draw_fp8(CaseRecipe& r) {
   // At every size but 0 (the first cases of a run stay tiny), shrinking toward NVFP4.
   const int size = *rc::gen::withSize([](int s) { return rc::gen::just(s); });
   if (size == 0) return;
-  if (*(aligned ? one_of<int>({0, 1}) : one_of<int>({0, 0, 0, 1})) != 1) return;
+  if (*(aligned ? one_of<int>({0, 1}) : one_of<int>({0, 0, 0, 0, 0, 0, 0, 1})) != 1) return;
   const auto round_up = [](int64_t v) {
     return (v + kFp8WeightBlock - 1) / kFp8WeightBlock * kFp8WeightBlock;
   };
