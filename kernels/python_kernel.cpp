@@ -12,6 +12,7 @@
 
 #include "core/errors.h"
 #include "core/fp4_packing.h"
+#include "core/fp8_group_quant.h"
 #include "core/profile.h"
 #include "core/profile_json.h"
 #include "core/recipe_text.h"
@@ -87,6 +88,12 @@ std::string inputs_key(const Case& c) {
   }
   return hex128(a, b);
 }
+// Every weight format's tensors enter the key: a format left out would let two cases with different
+// weights share a key, and the worker would run one case on the other's cached weights (a false
+// finding blamed on the kernel). The assertion fails when ExpertWeights gains a member.
+static_assert(sizeof(ExpertWeights) == 3 * sizeof(Nvfp4Matrix) + sizeof(Bf16ExpertWeights) +
+                                           sizeof(Mxfp4ExpertWeights) + sizeof(Fp8ExpertWeights),
+              "weights_key must hash every weight format of ExpertWeights");
 std::string weights_key(const Case& c) {
   WordHash a(3), b(4);
   for (WordHash* h : {&a, &b})
@@ -103,6 +110,11 @@ std::string weights_key(const Case& c) {
         h->add(dims);
       }
       for (const Mxfp4Quantized* m : {&e.mx.gate, &e.mx.up, &e.mx.down}) {
+        h->add(m->codes), h->add(m->scales);
+        const std::vector<int64_t> dims = {m->rows, m->cols};
+        h->add(dims);
+      }
+      for (const Fp8BlockQuantized* m : {&e.fp8.gate, &e.fp8.up, &e.fp8.down}) {
         h->add(m->codes), h->add(m->scales);
         const std::vector<int64_t> dims = {m->rows, m->cols};
         h->add(dims);
@@ -467,7 +479,11 @@ class PythonKernel : public Kernel {
   void run_whole_layer(const Case& c, const json& config, LayerResult& out, std::span<float> y) const {
     const CaseRecipe& r = c.recipe;
     const int64_t T = r.shape.tokens, H = r.shape.hidden, slots = r.slots();
-    const size_t max_reply = static_cast<size_t>(T * H + 2 * T * slots) * 4 + (1 << 20);
+    // Room for the optional FP8 exposures (codes and scales of FC1 and FC2 per expanded row).
+    const size_t fp8_bytes = r.quant.activations == ActivationFormat::kFp8Group
+                                 ? static_cast<size_t>(T * slots * (H + r.shape.inter)) * (1 + 4)
+                                 : 0;
+    const size_t max_reply = static_cast<size_t>(T * H + 2 * T * slots) * 4 + fp8_bytes + (1 << 20);
     const WorkerMessage reply = stage_call("layer", config, WorkerMessage{}, max_reply);
     take(reply, "layer", "output", "f32", {T, H}, y.data());
     out.routing = RoutingDecision{};
@@ -480,6 +496,27 @@ class PythonKernel : public Kernel {
     out.fc1_input.reset(), out.fc2_input.reset(), out.gemm1.reset(), out.activation.reset(),
         out.gemm2.reset();
     out.shared_output.clear();
+    // FP8 activations the layer chose to expose (python/moefuzz/worker.py `_exposed_fp8`): the oracle
+    // admits them and conditions the GEMMs on them.
+    out.fc1_fp8.reset(), out.fc2_fp8.reset();
+    const auto exposed = [&](const char* key, int64_t k, std::optional<Fp8GroupQuantized>& dst) {
+      const std::string codes = std::string(key) + ".codes";
+      const bool present = std::any_of(reply.tensors().begin(), reply.tensors().end(),
+                                       [&](const WireTensor& t) { return t.name == codes; });
+      if (!present || r.quant.activations != ActivationFormat::kFp8Group) return;
+      Fp8GroupQuantized q;
+      q.rows = T * slots;
+      q.cols = k;
+      q.group = kFp8ActivationGroup;
+      q.codes.resize(static_cast<size_t>(q.rows * k));
+      q.scales.resize(static_cast<size_t>(q.rows * (k / kFp8ActivationGroup)));
+      take(reply, "layer", codes, "u8", {q.rows, k}, q.codes.data());
+      take(reply, "layer", std::string(key) + ".scales", "f32", {q.rows, k / kFp8ActivationGroup},
+           q.scales.data());
+      dst = std::move(q);
+    };
+    exposed("fc1_fp8", H, out.fc1_fp8);
+    exposed("fc2_fp8", r.shape.inter, out.fc2_fp8);
   }
 
   friend class PythonStages;

@@ -43,7 +43,7 @@ wait
 # Real upstream kernels (skipped, and said so, where the package is missing).
 for spec in sglang_biased_grouped_topk:kernel sglang_biased_grouped_topk:cutlass_fp4 \
             sglang_fused_topk_deepseek:kernel sglang_fused_topk_native:kernel sglang_moe_sum_reduce:kernel \
-            sglang_fused_experts_bf16:kernel \
+            sglang_fused_experts_bf16:kernel sglang_fused_experts_fp8:kernel \
             flashinfer_fused_topk_deepseek:kernel flashinfer_fp4_quantize:kernel; do
   name="upstream_${spec/:/_}"
   check "$name" 0 --kernel "py:examples.python.upstream.$spec" --time "$secs" &

@@ -98,9 +98,42 @@ def _to_numpy(x, name: str, stage: str) -> np.ndarray:
         raise BadResult(f"{stage} returned {name} as {type(x).__name__}: {exc}") from exc
 
 
+def _exposed_fp8(cfg: dict, exposed) -> list:
+    """A whole layer's optional 4th value: {"fc1_fp8": (codes, scales), "fc2_fp8": (codes, scales)}, the FP8
+    GEMM inputs as the kernel quantized them (act_format fp8_group), one row per (token, slot) in t*slots+s
+    order: codes [T*slots, K] E4M3 bytes, scales [T*slots, K/128] float (K = H for FC1, I for FC2). The oracle
+    admits them against its own quantization and then checks the GEMMs on them (docs/python.md)."""
+    if not isinstance(exposed, dict) or not set(exposed) <= {"fc1_fp8", "fc2_fp8"}:
+        raise BadResult("layer's 4th value must be a dict with keys among fc1_fp8, fc2_fp8")
+    if cfg.get("act_format") != "fp8_group":
+        raise BadResult("layer exposed FP8 activations on a case whose act_format is not fp8_group")
+    rows = cfg["tokens"] * cfg["slots"]
+    out = []
+    for key, k in (("fc1_fp8", cfg["hidden"]), ("fc2_fp8", cfg["inter"])):
+        if key not in exposed:
+            continue
+        pair = exposed[key]
+        if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+            raise BadResult(f"layer exposed {key} as {type(pair).__name__}, expected (codes, scales)")
+        codes, scales = _to_numpy(pair[0], key + " codes", "layer"), _to_numpy(pair[1], key + " scales", "layer")
+        if tuple(codes.shape) != (rows, k) or codes.dtype.itemsize != 1:
+            raise BadResult(f"layer exposed {key} codes as {codes.dtype} {list(codes.shape)}, expected E4M3 bytes "
+                            f"{[rows, k]}")
+        if tuple(scales.shape) != (rows, k // 128) or scales.dtype.kind != "f":
+            raise BadResult(f"layer exposed {key} scales as {scales.dtype} {list(scales.shape)}, expected float "
+                            f"{[rows, k // 128]}")
+        out.append((key + ".codes", "u8", np.ascontiguousarray(codes.view(np.uint8))))
+        out.append((key + ".scales", "f32", np.ascontiguousarray(scales.astype(np.float32, copy=False))))
+    return out
+
+
 def _normalize(stage: str, cfg: dict, args: dict, result):
     """The stage's return value as wire tensors, checked against the stage's contract."""
     outputs = _STAGE_OUTPUTS[stage]
+    extra = []
+    if stage == "layer" and isinstance(result, (tuple, list)) and len(result) == len(outputs) + 1:
+        extra = _exposed_fp8(cfg, result[-1])
+        result = result[:-1]
     if len(outputs) == 1:
         result = (result,)
     if not isinstance(result, (tuple, list)) or len(result) != len(outputs):
@@ -126,7 +159,7 @@ def _normalize(stage: str, cfg: dict, args: dict, result):
             if arr.dtype.itemsize != 1:
                 raise BadResult(f"{stage} returned {name} as {arr.dtype}, expected bytes (uint8 / float8_e4m3fn)")
             out.append((name, "u8", arr.view(np.uint8)))
-    return out
+    return out + extra
 
 
 def _classify(exc: BaseException) -> str:

@@ -15,6 +15,8 @@ the functions the adapters call never touch; any use raises UpstreamStubUsed):
   imports deep_gemm_wrapper -> distributed -> the server;
 * sglang.srt.layers.quantization.fp8_kernel / int8_kernel: quantized-activation helpers of
   fused_moe_triton_kernels.py, used only on fp8/int8 paths, not by moe_sum_reduce_triton;
+* sglang.utils (only for the FP8 quantizer): notebook/HTTP helpers; jit_kernel.utils takes
+  is_in_ci from it (given as the real default, False);
 * sgl_kernel: the compiled SGLang kernels (built for torch 2.9.1; not installed): the
   moe_fused_gate / topk_softmax paths of topk.py are reached only if FlashInfer is absent.
 Packages imported bare (no __init__.py): sglang, sglang.srt.layers.moe,
@@ -107,6 +109,19 @@ def triton_kernels():
     _loader.inert_module("sglang.srt.layers.quantization.fp8_kernel", **force)
     _loader.inert_module("sglang.srt.layers.quantization.int8_kernel", **force)
     return _import("sglang.srt.layers.moe.fused_moe_triton.fused_moe_triton_kernels")
+
+
+@functools.cache
+def per_token_group_quant_8bit():
+    """sglang.jit_kernel.per_token_group_quant_8bit (the CUDA per-token-group FP8 quantizer SGLang's
+    `sglang_per_token_group_quant_fp8` calls on CUDA when sgl_kernel has sgl_per_token_group_quant_8bit;
+    JIT-compiled with nvcc through apache-tvm-ffi on first use). Its jit_kernel.utils imports
+    `is_in_ci` from sglang.utils, a module of notebook/HTTP helpers (IPython, pydantic, tqdm at module
+    level): it gets a stand-in whose is_in_ci is the real default (False: SGLANG_IS_IN_CI unset; it
+    only picks benchmark ranges)."""
+    _prepare()
+    _loader.inert_module("sglang.utils", is_in_ci=lambda: False, force=True)
+    return _import("sglang.jit_kernel.per_token_group_quant_8bit")
 
 
 def _import(name: str):
