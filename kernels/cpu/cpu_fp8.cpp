@@ -85,22 +85,6 @@ Fp8GroupQuantized quantize(std::span<const float> x, int64_t rows, int64_t K, co
   return quantize_fp8_per_token_group(x, rows, K, {.ue8m0 = cfg.fp8_ue8m0, .variant = cfg.fp8_act_quant});
 }
 
-// Expanded rows grouped by expert, read through the permutation product (as cpu_gemm.cpp does).
-std::vector<std::vector<int64_t>> rows_by_expert(const RoutingDecision& route, int64_t total_experts,
-                                                 const CpuConfig& cfg) {
-  std::vector<std::vector<int64_t>> rows(static_cast<size_t>(total_experts));
-  const int64_t n = route.tokens * route.slots;
-  for (int64_t r = 0; r < n; ++r) {
-    const int32_t e = route.ids[cpu_unit_read(cfg, IndexProduct::kPermutation, r, 1, n)];
-    if (e >= 0 && e < total_experts) rows[e].push_back(r);
-  }
-  return rows;
-}
-
-int64_t expert_read(const CpuConfig& cfg, IndexProduct p, int64_t e, const Case& c) {
-  return cpu_unit_read(cfg, p, e, index_stride(p, c.recipe), static_cast<int64_t>(c.experts.size()));
-}
-
 // The weight scale the GEMM applies to output row n and K block kb of `w`. `up_half_of` (GEMM1's up
 // half only) is the gate matrix stacked before it in w13, for the F9 mutant.
 float weight_scale(const Fp8BlockQuantized& w, const Fp8BlockQuantized* up_half_of, int64_t n, int64_t kb,

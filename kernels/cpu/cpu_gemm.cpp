@@ -179,24 +179,6 @@ void load_act_row(const std::optional<QuantizedRows>& q, const float* plain, int
   }
 }
 
-// Expanded rows grouped by the expert their top-k entry names; the entry of row r is read through the
-// permutation product (a narrowed one reads another row's entry).
-std::vector<std::vector<int64_t>> rows_by_expert(const RoutingDecision& route, int64_t total_experts,
-                                                 const CpuConfig& cfg) {
-  std::vector<std::vector<int64_t>> rows(static_cast<size_t>(total_experts));
-  const int64_t n = route.tokens * route.slots;
-  for (int64_t r = 0; r < n; ++r) {
-    const int32_t e = route.ids[cpu_unit_read(cfg, IndexProduct::kPermutation, r, 1, n)];
-    if (e >= 0 && e < total_experts) rows[e].push_back(r);
-  }
-  return rows;
-}
-
-// The expert whose slot of a per-expert arena (product p) expert e's offset lands in.
-int64_t expert_read(const CpuConfig& cfg, IndexProduct p, int64_t e, const Case& c) {
-  return cpu_unit_read(cfg, p, e, index_stride(p, c.recipe), static_cast<int64_t>(c.experts.size()));
-}
-
 float act_dequant_scale(const std::vector<float>& s_q, int64_t e) {
   return 1.0f / (s_q.size() == 1 ? s_q[0] : s_q[static_cast<size_t>(e)]);
 }

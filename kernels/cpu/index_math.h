@@ -8,8 +8,11 @@
 // Example:
 //   const int64_t at = moefuzz::cpu::cpu_offset(cfg, IndexProduct::kGemm1Out, r, 2 * I, col, rows);
 #include <cstdint>
+#include <vector>
 
+#include "core/case.h"
 #include "core/index_products.h"
+#include "core/layer_io.h"
 #include "kernels/cpu/cpu_stages.h"
 
 namespace moefuzz::cpu {
@@ -32,6 +35,25 @@ inline int64_t cpu_unit_read(const CpuConfig& cfg, IndexProduct p, int64_t local
   if (stride <= 0 || extent <= 0) return local;
   const int64_t at = cpu_offset(cfg, p, local, stride, 0, extent);
   return at < 0 ? (local + step) % extent : at / stride;
+}
+
+// Expanded rows grouped by the expert their top-k entry names; the entry of row r is read through the
+// permutation product (a narrowed one reads another row's entry). Ids outside 0..total_experts-1 are
+// skipped (their rows stay zero, as a kernel that filters expert -1 leaves them).
+inline std::vector<std::vector<int64_t>> rows_by_expert(const RoutingDecision& route, int64_t total_experts,
+                                                        const CpuConfig& cfg) {
+  std::vector<std::vector<int64_t>> rows(static_cast<size_t>(total_experts));
+  const int64_t n = route.tokens * route.slots;
+  for (int64_t r = 0; r < n; ++r) {
+    const int32_t e = route.ids[cpu_unit_read(cfg, IndexProduct::kPermutation, r, 1, n)];
+    if (e >= 0 && e < total_experts) rows[e].push_back(r);
+  }
+  return rows;
+}
+
+// The expert whose slot of a per-expert arena (product p) expert e's offset lands in.
+inline int64_t expert_read(const CpuConfig& cfg, IndexProduct p, int64_t e, const Case& c) {
+  return cpu_unit_read(cfg, p, e, index_stride(p, c.recipe), static_cast<int64_t>(c.experts.size()));
 }
 
 }  // namespace moefuzz::cpu

@@ -69,6 +69,17 @@ def align_block_size(topk_ids, block_m: int, num_experts: int):
     return out, expert_ids, torch.tensor([total], dtype=torch.int32, device=flat.device)
 
 
+def outside_fused_experts(case):
+    """Why fused_experts_impl's Triton path (this adapter's steps 1-5) does not compute `case`, or None."""
+    if case.routing_mode != "softmax":
+        return f"the layer routes with fused_topk_torch_native, the softmax top-k (case: {case.routing_mode})"
+    if int(case.shared_experts or 0):
+        return "shared experts are outside fused_experts (the model adds them)"
+    if case.swiglu_limit != float("inf") or case.swiglu_alpha != 1.0 or case.swiglu_beta != 0.0:
+        return "a SwiGLU clamp takes fused_moe.py's clamp paths, not act_and_mul_triton"
+    return None
+
+
 class SGLangFusedExpertsBf16:
     name = "sglang-fused-experts-bf16"
     profile = "sglang-triton"
@@ -83,13 +94,7 @@ class SGLangFusedExpertsBf16:
     def supports(self, case):
         if _case.cuda_capability(self.device) is None:
             return "fused_moe_kernel is a Triton kernel and needs a CUDA device"
-        if case.routing_mode != "softmax":
-            return f"the layer routes with fused_topk_torch_native, the softmax top-k (case: {case.routing_mode})"
-        if int(case.shared_experts or 0):
-            return "shared experts are outside fused_experts (the model adds them)"
-        if case.swiglu_limit != float("inf") or case.swiglu_alpha != 1.0 or case.swiglu_beta != 0.0:
-            return "a SwiGLU clamp takes fused_moe.py's clamp paths, not act_and_mul_triton"
-        return None
+        return outside_fused_experts(case)
 
     def layer(self, case):
         import torch

@@ -40,7 +40,7 @@ from __future__ import annotations
 import os
 
 from . import _case, _sglang
-from .sglang_fused_experts_bf16 import align_block_size
+from .sglang_fused_experts_bf16 import align_block_size, outside_fused_experts
 
 _kernels = _sglang.triton_kernels()
 _topk = _sglang.topk()
@@ -106,13 +106,7 @@ class SGLangFusedExpertsFp8:
             return "fused_moe_kernel is a Triton kernel and needs a CUDA device"
         if case.fp8_scales == "ue8m0":
             return "UE8M0 activation scales: the JIT quantizer writes them only column-major (SPEC-formats F5)"
-        if case.routing_mode != "softmax":
-            return f"the layer routes with fused_topk_torch_native, the softmax top-k (case: {case.routing_mode})"
-        if int(case.shared_experts or 0):
-            return "shared experts are outside fused_experts (the model adds them)"
-        if case.swiglu_limit != float("inf") or case.swiglu_alpha != 1.0 or case.swiglu_beta != 0.0:
-            return "a SwiGLU clamp takes fused_moe.py's clamp paths, not act_and_mul_triton"
-        return None
+        return outside_fused_experts(case)
 
     def layer(self, case):
         import torch
