@@ -80,6 +80,49 @@ def outside_fused_experts(case):
     return None
 
 
+def fused_experts(case, device, config, stacked, **quant_flags):
+    """Steps 1-5 above on `case`: `stacked(dev)` gives (w13 [E, 2I, H], its B_scale or None, w2 [E, H, I], its
+    B_scale or None) on the device, `quant_flags` the quantization arguments of invoke_fused_moe_kernel
+    (none: bf16). Returns the layer's (output fp32 [T, H], topk ids, topk weights)."""
+    import torch
+    import triton.language as tl
+
+    dev = torch.device(device)
+    t, k = int(case.tokens), int(case.top_k)
+    x = case.hidden_states.to(dev).contiguous()
+    logits = case.router_logits.to(dev)
+    with torch.no_grad():
+        weights, ids = _topk.fused_topk_torch_native(x, logits, k, bool(case.renormalize))
+        weights = weights.to(torch.float32).contiguous()
+        ids = ids.to(torch.int32).contiguous()
+        w13, w13_scale, w2, w2_scale = stacked(dev)
+        e_count, n2 = int(w13.shape[0]), int(w13.shape[1])
+        h = int(w2.shape[1])
+        config = dict(config)
+        sorted_ids, expert_ids, post_padded = align_block_size(ids, config["BLOCK_SIZE_M"], e_count)
+        flags = dict(compute_type=tl.bfloat16, use_fp8_w8a8=False, use_int8_w8a8=False, use_int8_w8a16=False,
+                     use_int4_w4a16=False, per_channel_quant=False, filter_expert=True)
+        flags.update(quant_flags)
+        cache1 = torch.empty((t * k, n2), dtype=torch.bfloat16, device=dev)
+        _kernels.invoke_fused_moe_kernel(x, w13, None, cache1, None, w13_scale, None, weights, ids, sorted_ids,
+                                         expert_ids, post_padded, False, k, config, **flags)
+        cache2 = torch.empty((t * k, n2 // 2), dtype=torch.bfloat16, device=dev)
+        _kernels.act_and_mul_triton(cache1, cache2, config, ids, expert_ids, False, "silu")
+        rsf = 1.0 if bool(case.rsf_in_topk) else float(case.routed_scaling_factor)
+        out = torch.empty((t, h), dtype=torch.bfloat16, device=dev)
+        direct = k == 1 and rsf == 1.0
+        cache3 = out.unsqueeze(0) if direct else torch.empty((t, k, h), dtype=torch.bfloat16, device=dev)
+        _kernels.invoke_fused_moe_kernel(cache2, w2, None, cache3, None, w2_scale, None, weights, ids, sorted_ids,
+                                         expert_ids, post_padded, True, 1, config, **flags)
+        if direct:
+            pass
+        elif k == 2 and rsf == 1.0:
+            torch.add(cache3[:, 0], cache3[:, 1], out=out)
+        else:
+            _kernels.moe_sum_reduce_triton(cache3, out, rsf)
+    return out.to(torch.float32), ids, weights
+
+
 class SGLangFusedExpertsBf16:
     name = "sglang-fused-experts-bf16"
     profile = "sglang-triton"
@@ -98,43 +141,12 @@ class SGLangFusedExpertsBf16:
 
     def layer(self, case):
         import torch
-        import triton.language as tl
 
-        dev = torch.device(self.device)
-        t, k = int(case.tokens), int(case.top_k)
-        x = case.hidden_states.to(dev).contiguous()
-        logits = case.router_logits.to(dev)
-        with torch.no_grad():
-            weights, ids = _topk.fused_topk_torch_native(x, logits, k, bool(case.renormalize))
-            weights = weights.to(torch.float32).contiguous()
-            ids = ids.to(torch.int32).contiguous()
+        def stacked(dev):
             w13 = torch.cat([case.w_gate, case.w_up], dim=1).to(dev).contiguous()  # [E, 2I, H], gate first
-            w2 = case.w_down.to(dev).contiguous()  # [E, H, I]
-            e_count, n2 = int(w13.shape[0]), int(w13.shape[1])
-            h = int(w2.shape[1])
-            config = dict(_CONFIGS[int(case.tactic)])
-            sorted_ids, expert_ids, post_padded = align_block_size(ids, config["BLOCK_SIZE_M"], e_count)
-            flags = dict(compute_type=tl.bfloat16, use_fp8_w8a8=False, use_int8_w8a8=False,
-                         use_int8_w8a16=False, use_int4_w4a16=False, per_channel_quant=False,
-                         filter_expert=True)
-            cache1 = torch.empty((t * k, n2), dtype=torch.bfloat16, device=dev)
-            _kernels.invoke_fused_moe_kernel(x, w13, None, cache1, None, None, None, weights, ids, sorted_ids,
-                                             expert_ids, post_padded, False, k, config, **flags)
-            cache2 = torch.empty((t * k, n2 // 2), dtype=torch.bfloat16, device=dev)
-            _kernels.act_and_mul_triton(cache1, cache2, config, ids, expert_ids, False, "silu")
-            rsf = 1.0 if bool(case.rsf_in_topk) else float(case.routed_scaling_factor)
-            out = torch.empty((t, h), dtype=torch.bfloat16, device=dev)
-            direct = k == 1 and rsf == 1.0
-            cache3 = out.unsqueeze(0) if direct else torch.empty((t, k, h), dtype=torch.bfloat16, device=dev)
-            _kernels.invoke_fused_moe_kernel(cache2, w2, None, cache3, None, None, None, weights, ids, sorted_ids,
-                                             expert_ids, post_padded, True, 1, config, **flags)
-            if direct:
-                pass
-            elif k == 2 and rsf == 1.0:
-                torch.add(cache3[:, 0], cache3[:, 1], out=out)
-            else:
-                _kernels.moe_sum_reduce_triton(cache3, out, rsf)
-        return out.to(torch.float32), ids, weights
+            return w13, None, case.w_down.to(dev).contiguous(), None  # w2 [E, H, I]
+
+        return fused_experts(case, self.device, _CONFIGS[int(case.tactic)], stacked)
 
 
 kernel = SGLangFusedExpertsBf16()

@@ -40,10 +40,9 @@ from __future__ import annotations
 import os
 
 from . import _case, _sglang
-from .sglang_fused_experts_bf16 import align_block_size, outside_fused_experts
+from .sglang_fused_experts_bf16 import fused_experts, outside_fused_experts
 
 _kernels = _sglang.triton_kernels()
-_topk = _sglang.topk()
 _quant = _sglang.per_token_group_quant_8bit()
 
 _BLOCK_SHAPE = [128, 128]
@@ -110,53 +109,24 @@ class SGLangFusedExpertsFp8:
 
     def layer(self, case):
         import torch
-        import triton.language as tl
 
-        dev = torch.device(self.device)
-        t, k = int(case.tokens), int(case.top_k)
-        x = case.hidden_states.to(dev).contiguous()
-        logits = case.router_logits.to(dev)
-        _quantized.clear()
-        with torch.no_grad():
-            weights, ids = _topk.fused_topk_torch_native(x, logits, k, bool(case.renormalize))
-            weights = weights.to(torch.float32).contiguous()
-            ids = ids.to(torch.int32).contiguous()
+        def stacked(dev):
             w13 = _stack_codes(case.w_gate.codes.to(dev), case.w_up.codes.to(dev))  # [E, 2I, H], gate first
             w13_s = torch.cat([case.w_gate.scales, case.w_up.scales], dim=1).to(dev).contiguous()
-            w2 = case.w_down.codes.to(dev).contiguous()  # [E, H, I]
-            w2_s = case.w_down.scales.to(dev).contiguous()
-            e_count, n2 = int(w13.shape[0]), int(w13.shape[1])
-            h = int(w2.shape[1])
-            config = dict(_CONFIGS[int(case.tactic)])
-            sorted_ids, expert_ids, post_padded = align_block_size(ids, config["BLOCK_SIZE_M"], e_count)
-            flags = dict(compute_type=tl.bfloat16, use_fp8_w8a8=True, use_int8_w8a8=False,
-                         use_int8_w8a16=False, use_int4_w4a16=False, per_channel_quant=False,
-                         block_shape=_BLOCK_SHAPE, filter_expert=True)
-            cache1 = torch.empty((t * k, n2), dtype=torch.bfloat16, device=dev)
-            _kernels.invoke_fused_moe_kernel(x, w13, None, cache1, None, w13_s, None, weights, ids, sorted_ids,
-                                             expert_ids, post_padded, False, k, config, **flags)
-            cache2 = torch.empty((t * k, n2 // 2), dtype=torch.bfloat16, device=dev)
-            _kernels.act_and_mul_triton(cache1, cache2, config, ids, expert_ids, False, "silu")
-            rsf = 1.0 if bool(case.rsf_in_topk) else float(case.routed_scaling_factor)
-            out = torch.empty((t, h), dtype=torch.bfloat16, device=dev)
-            direct = k == 1 and rsf == 1.0
-            cache3 = out.unsqueeze(0) if direct else torch.empty((t, k, h), dtype=torch.bfloat16, device=dev)
-            _kernels.invoke_fused_moe_kernel(cache2, w2, None, cache3, None, w2_s, None, weights, ids, sorted_ids,
-                                             expert_ids, post_padded, True, 1, config, **flags)
-            if direct:
-                pass
-            elif k == 2 and rsf == 1.0:
-                torch.add(cache3[:, 0], cache3[:, 1], out=out)
-            else:
-                _kernels.moe_sum_reduce_triton(cache3, out, rsf)
+            return w13, w13_s, case.w_down.codes.to(dev).contiguous(), case.w_down.scales.to(dev).contiguous()
+
+        _quantized.clear()
+        out, ids, weights = fused_experts(case, self.device, _CONFIGS[int(case.tactic)], stacked,
+                                          use_fp8_w8a8=True, block_shape=_BLOCK_SHAPE)
         if not _EXPOSE or len(_quantized) != 2:
-            return out.to(torch.float32), ids, weights
+            return out, ids, weights
         # FC1 was quantized once per token (fused_moe_kernel reads row t of A for each of its k slots);
         # moefuzz takes one row per (token, slot); FC2's rows are already (token, slot) = t * k + s.
+        k = int(case.top_k)
         (a1, s1), (a2, s2) = _quantized
         exposed = {"fc1_fp8": (a1.repeat_interleave(k, dim=0), s1.repeat_interleave(k, dim=0)),
                    "fc2_fp8": (a2, s2)}
-        return out.to(torch.float32), ids, weights, exposed
+        return out, ids, weights, exposed
 
 
 kernel = SGLangFusedExpertsFp8()
