@@ -135,7 +135,12 @@ void run_layer_bench(benchmark::State& state, Shape shape, RoutingMode mode, boo
     benchmark::DoNotOptimize(reference_layer(s.c, p, s.routing, nullptr, {.keep_intermediates = false}));
   for (auto _ : state)
     benchmark::DoNotOptimize(reference_layer(s.c, p, s.routing, nullptr, {.keep_intermediates = false}));
-  state.counters["macs"] = static_cast<double>(shape.tokens * shape.top_k * 3 * shape.inter * shape.hidden);
+  const double macs = static_cast<double>(shape.tokens * shape.top_k * 3 * shape.inter * shape.hidden);
+  state.counters["macs"] = macs;
+  // Per GEMM multiply-add, as the FP8 layers of oracle_fp8_layer_bench.cpp (issue #17's comparison).
+  state.counters["ns_per_mac"] =
+      benchmark::Counter(static_cast<double>(state.iterations()) * macs * 1e-9,
+                         benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 void BM_OracleLayer_S(benchmark::State& st) {
   run_layer_bench(st, {.tokens = 8, .hidden = 256, .inter = 128, .experts = 16, .top_k = 4},
