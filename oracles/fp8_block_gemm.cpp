@@ -4,14 +4,13 @@
 #include <limits>
 
 #include "core/errors.h"
+#include "oracles/bounds.h"
 
 namespace moefuzz {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kFp32Max = 0x1.fffffep127;
-constexpr double kFp32Unit = 0x1p-24;
-constexpr double kDoubleUnit = 0x1p-53;
 constexpr double kFp32UnderflowFloor = 0x1p-126;  // smallest normal: the most one FTZ op loses
 
 // gamma_n(u) = n u / (1 - n u); +inf when n u >= 1 (Higham, Lemma 3.1).
@@ -46,19 +45,24 @@ Fp8GemmBound fp8_block_gemm_element(const Fp8BlockDot& d, std::span<const float>
   double computed = 0;   // sum_b (1 + gamma_N) M_b |s_b| >= sum_j |P~_j| |s_j|
   double floor = 0;      // sum_b dpb (2 + |sb|) + (1 + gamma_N) M_b, in units of 2^-126
   double largest = 0;    // largest intermediate magnitude before a partial sum
+  // gamma_N of a whole block, computed once (every block but a partial last one has 128 products).
+  const double g_whole = fp8_mma_block_error(kFp8DotBlock, contract.mma_accum_mantissa_bits);
   for (int64_t b = 0; b < blocks; ++b) {
     const double a = sa[static_cast<size_t>(b)], w = sb[static_cast<size_t>(b)];
     if (!std::isfinite(a) || !std::isfinite(w)) return {kNaN, kNaN};
     const double s = a * w;  // exact: two 24-bit significands, far inside double's exponent range
     const double p = d.block_value(b), m = d.block_abs_value(b);  // exact
-    const double g = fp8_mma_block_error(d.block_length(b), contract.mma_accum_mantissa_bits);
+    const int64_t length = d.block_length(b);
+    const double g =
+        length == kFp8DotBlock ? g_whole : fp8_mma_block_error(length, contract.mma_accum_mantissa_bits);
     const double pm = (1 + g) * m;  // >= |P~_b| (sum over the block's dots)
     expected += p * s;
     inner += g * m * std::fabs(s);
     magnitude += m * std::fabs(s);
     computed += pm * std::fabs(s);
     floor += dpb * (2 + std::fabs(w)) + pm;
-    largest = std::fmax(largest, std::fmax(pm * std::fabs(a), std::fmax(std::fabs(s), pm * std::fabs(s))));
+    largest =
+        fmax_inline(largest, fmax_inline(pm * std::fabs(a), fmax_inline(std::fabs(s), pm * std::fabs(s))));
   }
   // Each accumulated quantity above carries at most blocks + 4 double roundings per term (a few
   // products, then the sum): inflating by gamma_{J+4}(2^-53) makes every one an upper bound.

@@ -4,9 +4,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <string>
 
 #include "core/e4m3.h"
+#include "core/errors.h"
 #include "oracles/bounds.h"
 
 namespace moefuzz::stages {
@@ -60,6 +62,75 @@ double deviation_factor(int64_t blocks, const Fp8BlockGemmContract& c) {
   const double g = fp8_mma_block_error(kGroup, c.mma_accum_mantissa_bits);
   const double terms = static_cast<double>(blocks) * c.dots_per_block;
   return (1 + g + (1 + g) * gamma_n(terms + 3, kFp32Unit)) * (1 + 0x1p-48);
+}
+
+// |E4M3 value| of every code (NaN codes: NaN).
+const std::array<double, 256>& abs_e4m3() {
+  static const std::array<double, 256> t = [] {
+    std::array<double, 256> v{};
+    for (int c = 0; c < 256; ++c)
+      v[static_cast<size_t>(c)] = std::fabs(static_cast<double>(e4m3_to_float(static_cast<uint8_t>(c))));
+    return v;
+  }();
+  return t;
+}
+
+// Element i of the kFp8GemmRows rows of a group (Fp8GemmOperands::deviation_lanes), loaded unaligned.
+typedef double Lanes __attribute__((vector_size(8 * sizeof(double))));
+typedef double UnalignedLanes
+    __attribute__((vector_size(8 * sizeof(double)), aligned(sizeof(double)), may_alias));
+static_assert(kFp8GemmRows == 8, "one Lanes vector per element of a row group");
+
+// sums[8 b + r] = sum over block b of |w_i| dev_i of the group's row r, summed in increasing i with one
+// rounding per product and one per addition: per lane exactly the scalar loop's operations
+// (-ffp-contract=off: no FMA), so the bound is bit-identical to summing each row alone. Four blocks
+// side by side: independent addition chains.
+__attribute__((always_inline)) inline void deviation_sums_body(const double* lanes, const uint8_t* wrow,
+                                                               int64_t blocks, double* sums) {
+  const std::array<double, 256>& t = abs_e4m3();
+  const auto at = [&](int64_t i) -> const UnalignedLanes& {  // by reference: no vector passed by value
+    return *reinterpret_cast<const UnalignedLanes*>(lanes + i * 8);
+  };
+  int64_t b = 0;
+  for (; b + 4 <= blocks; b += 4) {
+    Lanes acc0 = {}, acc1 = {}, acc2 = {}, acc3 = {};
+    const int64_t i0 = b * kGroup, i1 = i0 + kGroup, i2 = i1 + kGroup, i3 = i2 + kGroup;
+    for (int64_t p = 0; p < kGroup; ++p) {
+      acc0 += t[wrow[i0 + p]] * at(i0 + p);
+      acc1 += t[wrow[i1 + p]] * at(i1 + p);
+      acc2 += t[wrow[i2 + p]] * at(i2 + p);
+      acc3 += t[wrow[i3 + p]] * at(i3 + p);
+    }
+    std::memcpy(sums + b * 8, &acc0, sizeof(Lanes));
+    std::memcpy(sums + (b + 1) * 8, &acc1, sizeof(Lanes));
+    std::memcpy(sums + (b + 2) * 8, &acc2, sizeof(Lanes));
+    std::memcpy(sums + (b + 3) * 8, &acc3, sizeof(Lanes));
+  }
+  for (; b < blocks; ++b) {
+    Lanes acc = {};
+    for (int64_t i = b * kGroup; i < (b + 1) * kGroup; ++i) acc += t[wrow[i]] * at(i);
+    std::memcpy(sums + b * 8, &acc, sizeof(Lanes));
+  }
+}
+
+void deviation_sums_portable(const double* lanes, const uint8_t* wrow, int64_t blocks, double* sums) {
+  deviation_sums_body(lanes, wrow, blocks, sums);
+}
+
+#if defined(__x86_64__)
+// One 512-bit multiply and add per element for the 8 rows (the portable build: four 128-bit ones).
+__attribute__((target("avx512f"))) void deviation_sums_avx512(const double* lanes, const uint8_t* wrow,
+                                                              int64_t blocks, double* sums) {
+  deviation_sums_body(lanes, wrow, blocks, sums);
+}
+#endif
+
+void deviation_sums(const double* lanes, const uint8_t* wrow, int64_t blocks, double* sums) {
+#if defined(__x86_64__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512) return deviation_sums_avx512(lanes, wrow, blocks, sums);
+#endif
+  deviation_sums_portable(lanes, wrow, blocks, sums);
 }
 
 }  // namespace
@@ -183,21 +254,44 @@ bool fp8_quantize_interval_row(const char* stage, const ExpandedRow& er, int64_t
   return true;
 }
 
-void fp8_gemm_rows(const Fp8Operands& a, const DecodedFp8& decoded, int64_t j0, int na,
-                   const Fp8BlockQuantized& w, int64_t o, const Fp8BlockGemmContract& contract,
-                   Interval* out) {
+Fp8GemmOperands::Fp8GemmOperands(const Fp8Operands& operands)
+    : a(operands), decoded(DecodedFp8::from_codes(operands.rows, operands.cols, operands.codes)) {
+  const int64_t n = a.rows, K = a.cols;
+  if (std::none_of(a.has_deviation.begin(), a.has_deviation.end(), [](uint8_t h) { return h != 0; })) return;
+  deviation_lanes.assign(static_cast<size_t>((n + kFp8GemmRows - 1) / kFp8GemmRows * K * kFp8GemmRows), 0.0);
+  for (int64_t j = 0; j < n; ++j) {
+    if (!a.has_deviation[static_cast<size_t>(j)]) continue;
+    double* lanes = deviation_lanes.data() + (j / kFp8GemmRows) * K * kFp8GemmRows + j % kFp8GemmRows;
+    const double* dev = a.deviation.data() + j * K;
+    for (int64_t i = 0; i < K; ++i) lanes[i * kFp8GemmRows] = dev[i];
+  }
+}
+
+void fp8_gemm_rows(const Fp8GemmOperands& in, int64_t j0, int na, const Fp8BlockQuantized& w, int64_t o,
+                   const Fp8BlockGemmContract& contract, Interval* out) {
+  const Fp8Operands& a = in.a;
   const int64_t K = a.cols, B = K / kGroup;
+  const int lane0 = static_cast<int>(j0 % kFp8GemmRows);
+  if (na < 1 || j0 < 0 || lane0 + na > kFp8GemmRows || j0 + na > a.rows)
+    throw InputError("fp8_gemm_rows: rows must lie in one aligned group of kFp8GemmRows");
   const uint8_t* wrow = w.codes.data() + o * w.cols;
-  std::array<Fp8BlockDot, 4> dots;
-  fp8_block_dot_rows(decoded, j0, na, Fp8Row{wrow, K}, dots.data());
-  std::vector<float> sb(static_cast<size_t>(B));
+  // Reused across calls: no allocation once sized (the stages call this once per output and row group).
+  thread_local std::array<Fp8BlockDot, kFp8GemmRows> dots;
+  thread_local std::vector<float> sb;
+  thread_local std::vector<double> sums;
+  fp8_block_dot_rows(in.decoded, j0, na, Fp8Row{wrow, K}, dots.data());
+  sb.resize(static_cast<size_t>(B));
   for (int64_t b = 0; b < B; ++b) sb[static_cast<size_t>(b)] = w.scale(o / kFp8WeightBlock, b);
-  static const std::array<double, 256> abs_value = [] {
-    std::array<double, 256> t{};
-    for (int c = 0; c < 256; ++c)
-      t[static_cast<size_t>(c)] = std::fabs(static_cast<double>(e4m3_to_float(static_cast<uint8_t>(c))));
-    return t;
-  }();
+  bool any_deviation = false;
+  for (int r = 0; r < na; ++r)
+    any_deviation = any_deviation || (a.has_deviation[static_cast<size_t>(j0 + r)] &&
+                                      !a.indeterminate[static_cast<size_t>(j0 + r)]);
+  double factor = 0;
+  if (any_deviation) {
+    sums.resize(static_cast<size_t>(B * kFp8GemmRows));
+    deviation_sums(in.deviation_lanes.data() + (j0 / kFp8GemmRows) * K * kFp8GemmRows, wrow, B, sums.data());
+    factor = deviation_factor(B, contract);
+  }
   for (int r = 0; r < na; ++r) {
     const int64_t j = j0 + r;
     if (a.indeterminate[static_cast<size_t>(j)]) {
@@ -214,21 +308,20 @@ void fp8_gemm_rows(const Fp8Operands& a, const DecodedFp8& decoded, int64_t j0, 
     if (a.has_deviation[static_cast<size_t>(j)]) {
       // sum_i |w_i sb| dev_i: how far a correct kernel's exact block sums may lie from these operands',
       // plus the accumulation error on that extra magnitude; NaN where it may reach fp32 overflow.
-      const double* dev = a.deviation.data() + j * K;
       double extra = 0, largest = 0;
       for (int64_t b = 0; b < B; ++b) {
-        double rw = 0;  // sum |w_i| dev_i over the block (scales apart)
-        for (int64_t i = b * kGroup; i < (b + 1) * kGroup; ++i) rw += abs_value[wrow[i]] * dev[i];
+        double rw =
+            sums[static_cast<size_t>(b * kFp8GemmRows + lane0 + r)];  // sum |w_i| dev_i (scales apart)
         rw *= 1 + 0x1p-45;  // the double sum's roundings (128 terms)
         const double sbb = std::fabs(static_cast<double>(sb[static_cast<size_t>(b)]));
         extra += rw * sbb;
         const double sab = std::fabs(static_cast<double>(sa[static_cast<size_t>(b)]));
         const double m_b = dots[static_cast<size_t>(r)].block_abs_value(b);
         // The kernel's P' sa', (P' sa') sb and (DeepGEMM) sa' sb with its own, possibly larger, scale.
-        largest = std::fmax(largest, (2 * m_b * sab + rw) * std::fmax(1.0, sbb));
-        largest = std::fmax(largest, a.scale_max[static_cast<size_t>(j * B + b)] * sbb);
+        largest = fmax_inline(largest, (2 * m_b * sab + rw) * fmax_inline(1.0, sbb));
+        largest = fmax_inline(largest, a.scale_max[static_cast<size_t>(j * B + b)] * sbb);
       }
-      bound += extra * (1 + 0x1p-45) * deviation_factor(B, contract);
+      bound += extra * (1 + 0x1p-45) * factor;
       if (!std::isfinite(bound) || 2 * largest >= kFp32Max ||
           2 * (std::fabs(e.expected) + bound) >= kFp32Max) {
         out[r] = {kNaN, kNaN};

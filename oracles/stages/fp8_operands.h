@@ -15,7 +15,8 @@
 //   moefuzz::stages::Fp8Operands ops(n, H);
 //   if (!moefuzz::stages::fp8_quantize_point_row("fc1_quant", er, j, x, model, exposed, ops, fail))
 //     return fail;
-//   moefuzz::stages::fp8_gemm_rows(ops, decoded, j0, na, weights, o, contract, out);
+//   const moefuzz::stages::Fp8GemmOperands g(ops);   // once per expert and GEMM stage
+//   moefuzz::stages::fp8_gemm_rows(g, j0, na, weights, o, contract, out);
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -70,11 +71,25 @@ bool fp8_quantize_interval_row(const char* stage, const ExpandedRow& er, int64_t
                                std::span<const double> center, const Fp8ActQuantModel& m,
                                Fp8ExposedRow exposed, Fp8Operands& out, Verdict& fail);
 
-// Rows j0 .. j0+na-1 (na <= 4, `decoded` holds a's codes) against output row o of weights w ([N, K]):
-// out[r] = the interval of a correct kernel's fp32 accumulator (NaN: nothing said).
-void fp8_gemm_rows(const Fp8Operands& a, const DecodedFp8& decoded, int64_t j0, int na,
-                   const Fp8BlockQuantized& w, int64_t o, const Fp8BlockGemmContract& contract,
-                   Interval* out);
+// Activation rows fp8_gemm_rows takes per call: each weight row is decoded once per call for all of
+// them (fp8_block_dot_rows shares one decode among up to 8 rows).
+inline constexpr int kFp8GemmRows = 8;
+
+// What fp8_gemm_rows reads of an expert's operands, prepared once per GEMM stage: the decoded codes
+// and the deviations again with the rows of each aligned group of kFp8GemmRows interleaved (element
+// i of rows 8g .. 8g+7 side by side), so one call sums |w_i| dev_i for all its rows at once.
+struct Fp8GemmOperands {
+  explicit Fp8GemmOperands(const Fp8Operands& operands);
+  const Fp8Operands& a;
+  DecodedFp8 decoded;
+  std::vector<double> deviation_lanes;  // [ceil(rows / 8)][cols][8]; empty when no row has a deviation
+};
+
+// Rows j0 .. j0+na-1 (1 <= na, all in one aligned group: j0 % kFp8GemmRows + na <= kFp8GemmRows)
+// against output row o of weights w ([N, K]): out[r] = the interval of a correct kernel's fp32
+// accumulator (NaN: nothing said).
+void fp8_gemm_rows(const Fp8GemmOperands& in, int64_t j0, int na, const Fp8BlockQuantized& w, int64_t o,
+                   const Fp8BlockGemmContract& contract, Interval* out);
 
 // The contract of the profile's FP8 fields.
 Fp8BlockGemmContract fp8_contract(int mma_accum_bits, int dots_per_block);

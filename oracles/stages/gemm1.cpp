@@ -33,16 +33,15 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
   if (c.recipe.quant.weights == WeightFormat::kFp8Block) {
     // W8A8: exact per-block dots of the FC1 codes with the E4M3 weight rows, bound by the profile's
     // FP8 contract plus the operands' deviations (oracles/stages/fp8_operands.h).
-    const Fp8Operands& a = in.fp8;
-    const DecodedFp8 decoded = DecodedFp8::from_codes(n, H, a.codes);
+    const Fp8GemmOperands a(in.fp8);
     const Fp8BlockGemmContract k = fp8_contract(p.fp8_mma_accum_bits, p.fp8_dots_per_block);
-    constexpr int kRows = 4;  // activation rows per fp8_block_dot_rows call (each weight block decoded once)
+    constexpr int kRows = kFp8GemmRows;  // activation rows per call (each weight row decoded once for all)
     Interval ig[kRows], iu[kRows];
     for (int64_t j0 = 0; j0 < n; j0 += kRows) {
       const int na = static_cast<int>(std::min<int64_t>(kRows, n - j0));
       for (int64_t o = 0; o < I; ++o) {
-        fp8_gemm_rows(a, decoded, j0, na, W.fp8.gate, o, k, ig);
-        fp8_gemm_rows(a, decoded, j0, na, W.fp8.up, o, k, iu);
+        fp8_gemm_rows(a, j0, na, W.fp8.gate, o, k, ig);
+        fp8_gemm_rows(a, j0, na, W.fp8.up, o, k, iu);
         for (int r = 0; r < na; ++r) finish(j0 + r, o, ig[r], iu[r]);
       }
     }

@@ -25,15 +25,14 @@ void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const Expert
   };
   if (c.recipe.quant.weights == WeightFormat::kFp8Block) {
     // W8A8: as gemm1, from quantize2's codes (admitted, or the centres' with their deviations).
-    const Fp8Operands& a = in.fp8;
-    const DecodedFp8 decoded = DecodedFp8::from_codes(n, I, a.codes);
+    const Fp8GemmOperands a(in.fp8);
     const Fp8BlockGemmContract k = fp8_contract(p.fp8_mma_accum_bits, p.fp8_dots_per_block);
-    constexpr int kRows = 4;
+    constexpr int kRows = kFp8GemmRows;
     Interval v[kRows];
     for (int64_t j0 = 0; j0 < n; j0 += kRows) {
       const int na = static_cast<int>(std::min<int64_t>(kRows, n - j0));
       for (int64_t o = 0; o < H; ++o) {
-        fp8_gemm_rows(a, decoded, j0, na, W.fp8.down, o, k, v);
+        fp8_gemm_rows(a, j0, na, W.fp8.down, o, k, v);
         for (int r = 0; r < na; ++r) finish(j0 + r, o, v[r]);
       }
     }

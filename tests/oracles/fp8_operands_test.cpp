@@ -118,10 +118,10 @@ TEST(Fp8Operands, KernelsLieInTheGemmIntervalConditionedOrNot) {
           "fc1_quant", er, 0, x, m,
           exposed ? Fp8ExposedRow{kq.codes.data(), kq.scales.data()} : Fp8ExposedRow{}, ops, fail))
           << fail.message;
-      const DecodedFp8 d = DecodedFp8::from_codes(1, kK, ops.codes);
+      const Fp8GemmOperands d(ops);
       for (int64_t o = 0; o < kN; ++o) {
         Interval iv;
-        fp8_gemm_rows(ops, d, 0, 1, w, o, contract, &iv);
+        fp8_gemm_rows(d, 0, 1, w, o, contract, &iv);
         const double got = kernel_gemm(kq, w, o, g);
         ASSERT_TRUE(got >= iv.lo && got <= iv.hi) << "t " << t << " o " << o << " exposed " << exposed;
         if (iv.hi > iv.lo) worst_fc1 = std::max(worst_fc1, std::fabs(got - iv.center()) / iv.radius());
@@ -149,10 +149,10 @@ TEST(Fp8Operands, KernelsLieInTheGemmIntervalConditionedOrNot) {
           "fc2_quant", er, 0, lo, hi, c, m,
           exposed ? Fp8ExposedRow{kq2.codes.data(), kq2.scales.data()} : Fp8ExposedRow{}, ops, fail))
           << fail.message;
-      const DecodedFp8 d = DecodedFp8::from_codes(1, kK, ops.codes);
+      const Fp8GemmOperands d(ops);
       for (int64_t o = 0; o < kN; ++o) {
         Interval iv;
-        fp8_gemm_rows(ops, d, 0, 1, w, o, contract, &iv);
+        fp8_gemm_rows(d, 0, 1, w, o, contract, &iv);
         const double got = kernel_gemm(kq2, w, o, g);
         ASSERT_TRUE(got >= iv.lo && got <= iv.hi) << "t " << t << " o " << o << " exposed " << exposed;
         if (iv.hi > iv.lo) worst_fc2 = std::max(worst_fc2, std::fabs(got - iv.center()) / iv.radius());
