@@ -15,8 +15,10 @@
 //    conditioned on its LayerResult (its routing and its exposed FC1/FC2 codes), as a check does.
 #include <benchmark/benchmark.h>
 
+#include <ctime>
 #include <exception>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "core/case.h"
@@ -95,10 +97,71 @@ void run(benchmark::State& state, Shape shape, bool fp8, bool conditioned) {
   set_counters(state, shape);
 }
 
+// Thread CPU time of f() in seconds.
+template <class F>
+double cpu_seconds(F&& f) {
+  timespec a{}, b{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &a);
+  f();
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &b);
+  return static_cast<double>(b.tv_sec - a.tv_sec) + 1e-9 * static_cast<double>(b.tv_nsec - a.tv_nsec);
+}
+
+// Both formats in one loop, alternating (NVFP4 then FP8 each iteration), so the two sides share the
+// machine's load on a shared VM: counters nvfp4_ns_per_mac, fp8_ns_per_mac (thread CPU time) and
+// their ratio fp8_over_nvfp4 (issue #17's measure).
+void run_side_by_side(benchmark::State& state, Shape shape, bool conditioned) {
+  Case c[2];
+  LayerResult kernel[2];
+  try {
+    for (int f = 0; f < 2; ++f) {
+      c[f] = layer_case(shape, f == 1);
+      if (conditioned) {
+        const std::unique_ptr<Kernel> k = make_kernel(kKernel);
+        if (const std::string why = k->supports(c[f].recipe); !why.empty())
+          throw std::runtime_error(std::string(kKernel) + " declines the case: " + why);
+        k->run_layer(c[f], RunOptions{}, kernel[f]);
+      } else {
+        kernel[f].routing = synthetic_routing(shape);
+      }
+    }
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    for (auto _ : state) {
+    }
+    return;
+  }
+  const Profile& p = profile_by_name(kProfile);
+  double seconds[2] = {0, 0};
+  for (auto _ : state)
+    for (int f = 0; f < 2; ++f)
+      seconds[f] += cpu_seconds([&] {
+        benchmark::DoNotOptimize(reference_layer(
+            c[f], p, kernel[f].routing, conditioned ? &kernel[f] : nullptr, {.keep_intermediates = false}));
+      });
+  const double macs = static_cast<double>(shape.tokens * shape.top_k * 3 * shape.inter * shape.hidden) *
+                      static_cast<double>(state.iterations());
+  state.counters["nvfp4_ns_per_mac"] = seconds[0] / macs * 1e9;
+  state.counters["fp8_ns_per_mac"] = seconds[1] / macs * 1e9;
+  state.counters["fp8_over_nvfp4"] = seconds[1] / seconds[0];
+}
+
 void BM_OracleLayer_S_Fp8(benchmark::State& st) { run(st, kShapeS, true, false); }
 void BM_OracleLayer_M_Fp8(benchmark::State& st) { run(st, kShapeM, true, false); }
 void BM_OracleLayer_M_Conditioned(benchmark::State& st) { run(st, kShapeM, false, true); }
 void BM_OracleLayer_M_Fp8_Conditioned(benchmark::State& st) { run(st, kShapeM, true, true); }
+void BM_OracleLayerFp8VsNvfp4_S(benchmark::State& st) { run_side_by_side(st, kShapeS, false); }
+void BM_OracleLayerFp8VsNvfp4_M(benchmark::State& st) { run_side_by_side(st, kShapeM, false); }
+void BM_OracleLayerFp8VsNvfp4_M_Conditioned(benchmark::State& st) { run_side_by_side(st, kShapeM, true); }
+BENCHMARK(BM_OracleLayerFp8VsNvfp4_S)->Name("BM_OracleLayerFp8VsNvfp4/S")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OracleLayerFp8VsNvfp4_M)
+    ->Name("BM_OracleLayerFp8VsNvfp4/M")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(4);
+BENCHMARK(BM_OracleLayerFp8VsNvfp4_M_Conditioned)
+    ->Name("BM_OracleLayerFp8VsNvfp4/M/conditioned")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(4);
 BENCHMARK(BM_OracleLayer_S_Fp8)->Name("BM_OracleLayer/S-fp8")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_OracleLayer_M_Fp8)->Name("BM_OracleLayer/M-fp8")->Unit(benchmark::kMillisecond)->Iterations(2);
 BENCHMARK(BM_OracleLayer_M_Conditioned)
