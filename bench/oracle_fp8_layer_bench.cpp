@@ -1,18 +1,21 @@
 // The whole-layer CPU oracle on FP8 block-scaled W8A8 layers against the same layer in NVFP4
 // (docs/perf.md, "FP8 block oracle"; issue #17: the exact FP8 block oracle within 2x of the NVFP4
-// oracle's cost per MAC). Every benchmark here reports ns_per_mac: the time of one reference_layer
-// call over the layer's GEMM multiply-adds (routed rows x (2I x H + H x I)).
+// oracle's cost per MAC), per GEMM multiply-add: the time of one reference_layer call over the
+// layer's routed rows x (2I x H + H x I).
 //
 // Both formats are built alike: BM_OracleLayer/M's recipe (oracle_bench.cpp: seed 42, profile
 // flashinfer-cutlass, softmax routing, T128 H2048 I1024 E64 k8) with only the quantization changed
-// (weight_format fp8_block, activations fp8_group; the FP8 weights are the same bf16 draw quantized
-// per 128x128 block). Two ways to run the oracle, each for both formats:
+// (weight_format fp8_block, activations fp8_group; FP8 weights come from the bf16 draw, docs/formats.md).
+// The profile's FP8 fields are the defaults: vLLM's CUDA quantizer (IEEE, so unexposed FC1 operands
+// are exact), fp32 round-to-nearest accumulation, one dot per block. Two ways to run the oracle:
 //  * unconditioned (/M-fp8, /S-fp8; NVFP4: oracle_bench.cpp's /M, /S): the synthetic routing of
-//    BM_OracleLayer/M and no kernel exposures, so every quantized input is covered by the oracle's
-//    own envelope (NVFP4: the FC2 flip magnitudes; FP8: the per-element deviations);
+//    BM_OracleLayer/M and no kernel exposures, so the FC2 input is covered by the oracle's own
+//    envelope (NVFP4: the flip magnitudes; FP8: the per-element deviations);
 //  * conditioned (/M/conditioned, /M-fp8/conditioned): the `cpu-flashinfer` kernel (the CPU
 //    pipeline under the same profile) runs once outside the timed region and the oracle is
 //    conditioned on its LayerResult (its routing and its exposed FC1/FC2 codes), as a check does.
+// BM_OracleLayerFp8VsNvfp4/* run the two formats alternately in one loop (the comparison to read on a
+// shared machine); the others time one format each.
 #include <benchmark/benchmark.h>
 
 #include <ctime>
