@@ -251,6 +251,45 @@ Profile vllm() {
   return p;
 }
 
+// vLLM's FP8 block MoE through DeepGEMM (deep_gemm_moe.py; chosen over Triton when M >= 128, N % 128 == 0,
+// K % 128 == 0 and N > 512): vLLM's routing, DeepGEMM's grouped GEMM arithmetic and vLLM's ep_gather combine.
+Profile vllm_deepgemm() {
+  Profile p = vllm();
+  p.name = "vllm-deepgemm";
+  p.summary =
+      "vLLM FP8 block MoE through DeepGEMM: 1 WGMMA dot per 128-block, fl(sa*sb)*P, ep_gather combine";
+  p.silu_may_round_bf16 = true;
+  p.combine = CombineAccum::kFp32SlotOrder;
+  p.bf16_after_gemm2 = true;
+  p.fp8_act_quant = Fp8GroupQuantVariant::kTriton;
+  p.fp8_mma_accum_bits = kHopperFp8MmaAccumBits;
+  p.fp8_dots_per_block = 1;
+  p.fp8_scale_order = Fp8ScaleOrder::kDeepGemm;
+  p.sources = {
+      "routing, w13 order, rsf placement: as the vllm profile (vllm-project/vllm "
+      "vllm/model_executor/layers/fused_moe/deep_gemm_moe.py routes with the same top-k as fused_moe) [SPEC "
+      "2.2]",
+      "fp8_dots_per_block 1, fp8_mma_accum_bits 11: deepseek-ai/DeepGEMM "
+      "deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh (BLOCK_K == 128; the WGMMA accumulator "
+      "restarts "
+      "at every K block, scale-d = (k != 0), and is promoted to an fp32 register sum; Hopper FP8 WGMMA per "
+      "the "
+      "DeepSeek-V3 report arXiv:2412.19437 3.3.2) [SPEC-formats 1.4]",
+      "fp8_scale_order deepgemm: DeepGEMM sm90_fp8_gemm_1d2d.cuh (s = fl(sa * sb), final += s * accum) "
+      "[SPEC-formats 1.4]",
+      "bf16_after_gemm2: DeepGEMM writes D bf16 (__float22bfloat162_rn) [SPEC-formats 1.4]",
+      "combine fp32 slot order: vllm-project/vllm vllm/model_executor/layers/fused_moe/deep_gemm_utils.py "
+      "_fwd_kernel_ep_gather (fp32 sum of fp32(y_bf16) * w_fp32 in slot order, one bf16 rounding) "
+      "[SPEC-formats 1.5]",
+      "fp8_act_quant triton, silu_may_round_bf16: vllm-project/vllm "
+      "vllm/model_executor/layers/quantization/utils/fp8_utils.py "
+      "silu_mul_per_token_group_quant_fp8_colmajor "
+      "(FC2 input: silu rounded to bf16 before the multiply, div.full scales; FC1 input through "
+      "per_token_group_quant.cu, IEEE, which the triton variant also admits) [SPEC-formats 1.2, 1.5]",
+  };
+  return p;
+}
+
 Profile deepseek_ref() {
   Profile p;
   p.name = "deepseek-ref";
@@ -335,8 +374,8 @@ Profile flashinfer_reference() {
 
 const std::vector<Profile>& all_profiles() {
   static const std::vector<Profile> profiles = {
-      sglang_triton(), sglang_cutlass_fp4(), flashinfer_cutlass(),  trtllm_gen(),
-      vllm(),          deepseek_ref(),       flashinfer_reference()};
+      sglang_triton(), sglang_cutlass_fp4(), flashinfer_cutlass(),   trtllm_gen(),
+      vllm(),          deepseek_ref(),       flashinfer_reference(), vllm_deepgemm()};
   return profiles;
 }
 
