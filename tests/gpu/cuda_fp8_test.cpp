@@ -7,7 +7,8 @@
 //  * the layer through the project's check engine: a campaign of FP8 cases with every cheap
 //    invariant, zero findings and ORACLE passes that checked something;
 //  * the mutant that drops the activation scale is killed by ORACLE.
-// Knobs: MOEFUZZ_GPU_FP8_CASES=N (campaign cases, default 300), MOEFUZZ_GPU_SEED=S (default 1).
+// Knobs: MOEFUZZ_GPU_FP8_CASES=N (small-shape campaign cases, default 300), MOEFUZZ_GPU_FP8_MEDIUM_CASES=N
+// (medium shapes, default 60), MOEFUZZ_GPU_SEED=S (default 1).
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -253,34 +254,49 @@ TEST(CudaFp8Gemm, AccumulatorWithinOracleBoundOnRandomAndHostileBlocks) {
   EXPECT_GT(checked, 6 * 20 * 256);  // at most one flavour may overflow wholesale
 }
 
-CampaignSummary fp8_campaign(const std::string& kernel_name, int64_t cases, uint64_t seed) {
+CampaignSummary fp8_campaign(const std::string& kernel_name, int64_t cases, uint64_t seed,
+                             const std::string& shapes = "small") {
   const auto kernel = make_kernel(kernel_name);
   CampaignOptions o;
   o.kernel_name = kernel_name;
   o.cases = cases;
   o.seed = seed;
+  o.shapes = shapes;
   o.invariants = select_invariants("all");  // every cheap invariant
   o.weight_format = WeightFormat::kFp8Block;
   o.out_dir = ::testing::TempDir() + "moefuzz-gpu-fp8-" + kernel_name.substr(kernel_name.rfind('/') + 1) +
-              "-" + std::to_string(seed);
+              "-" + shapes + "-" + std::to_string(seed);
   return run_campaign(*kernel, o, std::cerr);
 }
 
-// Zero false positives, and not vacuously: ORACLE compared the kernel's stages on most cases.
-TEST(CudaFp8Layer, CampaignOfFp8CasesHasNoFindings) {
-  MOEFUZZ_REQUIRE_GPU();
-  const int64_t cases = env_int("MOEFUZZ_GPU_FP8_CASES", 300);
-  const CampaignSummary s =
-      fp8_campaign("cuda-fp8", cases, static_cast<uint64_t>(env_int("MOEFUZZ_GPU_SEED", 1)));
+// Zero findings, and not vacuously: ORACLE compared the kernel's stages on at least half the cases.
+void expect_clean(const CampaignSummary& s, int64_t cases) {
   std::cout << format_summary_table(s);
   const InvariantTally oracle = s.tallies.count("ORACLE") ? s.tallies.at("ORACLE") : InvariantTally{};
-  std::cout << "[cuda-fp8 layer] " << s.cases << " FP8 cases checked (" << s.unsupported
-            << " drawn recipes outside the domain), " << s.findings.size() << " findings; ORACLE passed "
-            << oracle.passed << ", vacuous " << oracle.vacuous << ", max error/bound " << oracle.max_ratio
-            << "\n";
+  std::cout << "[cuda-fp8 layer] " << s.shapes << " shapes: " << s.cases << " FP8 cases checked ("
+            << s.unsupported << " drawn recipes outside the domain), " << s.findings.size()
+            << " findings; ORACLE passed " << oracle.passed << ", vacuous " << oracle.vacuous
+            << ", max error/bound " << oracle.max_ratio << "\n";
   EXPECT_EQ(s.cases, cases) << "last unsupported: " << s.last_unsupported;
   EXPECT_GE(oracle.passed, cases / 2) << "ORACLE checked too few cases";
   for (const auto& f : s.findings) ADD_FAILURE() << f.signature << " x" << f.occurrences << "  " << f.repro;
+}
+
+// Small shapes: H <= 256, I <= 128 once rounded up to multiples of 128.
+TEST(CudaFp8Layer, CampaignOfFp8CasesHasNoFindings) {
+  MOEFUZZ_REQUIRE_GPU();
+  const int64_t cases = env_int("MOEFUZZ_GPU_FP8_CASES", 300);
+  expect_clean(fp8_campaign("cuda-fp8", cases, static_cast<uint64_t>(env_int("MOEFUZZ_GPU_SEED", 1))), cases);
+}
+
+// Medium shapes: H up to 1024, I up to 512, up to 129 tokens (experts spanning several 16-row tiles,
+// K of up to 8 blocks).
+TEST(CudaFp8Layer, CampaignOfMediumFp8CasesHasNoFindings) {
+  MOEFUZZ_REQUIRE_GPU();
+  const int64_t cases = env_int("MOEFUZZ_GPU_FP8_MEDIUM_CASES", 60);
+  expect_clean(
+      fp8_campaign("cuda-fp8", cases, static_cast<uint64_t>(env_int("MOEFUZZ_GPU_SEED", 1)), "medium"),
+      cases);
 }
 
 // Teeth on the FP8 device path: dropping the activation scale in the GEMM epilogue is caught.
