@@ -220,6 +220,12 @@ TEST(CudaFp8Gemm, AccumulatorWithinOracleBoundOnRandomAndHostileBlocks) {
                          "zero blocks + pow2 scales",
                          "underflowing scales",
                          "zero / huge scales"};
+  // Printed, not asserted: how many elements a tighter accumulator contract would reject (evidence for
+  // the profile's fp8_mma_accum_bits, which the probe in fp8_mma_probe_test.cpp measures directly).
+  const Fp8BlockGemmContract tighter[] = {
+      {.mma_accum_mantissa_bits = 13, .dots_per_block = 2},
+      {.mma_accum_mantissa_bits = kFp32RoundToNearestAccumBits, .dots_per_block = 2}};
+  int64_t beyond_tighter[2] = {0, 0};
   int64_t checked = 0, said_nothing = 0, exact = 0;
   for (int flavour = 0; flavour < 7; ++flavour) {
     // m = 20: a second, partly padded 16-row tile; n = 256: two weight scale blocks; k = 512: 4 blocks.
@@ -245,13 +251,18 @@ TEST(CudaFp8Gemm, AccumulatorWithinOracleBoundOnRandomAndHostileBlocks) {
         ++checked;
         exact += err == 0;
         if (e.bound > 0) worst = std::max(worst, err / e.bound);
+        for (int t = 0; t < 2; ++t)
+          beyond_tighter[t] += err > fp8_block_gemm_element(d, sa, sb, tighter[t]).bound;
         EXPECT_LE(err, e.bound) << names[flavour] << ": out[" << r << ", " << c << "] = " << v
                                 << ", expected " << e.expected << " +- " << e.bound;
       }
     std::cout << "[cuda-fp8 gemm] " << names[flavour] << ": worst error / bound " << worst << "\n";
   }
   std::cout << "[cuda-fp8 gemm] " << checked << " elements within the oracle's bound (" << exact
-            << " exact), " << said_nothing << " where the bound says nothing (overflow)\n";
+            << " exact), " << said_nothing
+            << " where the bound says nothing (overflow); beyond the bound of a "
+            << "13-bit accumulator: " << beyond_tighter[0]
+            << ", of fp32 round-to-nearest: " << beyond_tighter[1] << "\n";
   EXPECT_GT(checked, 6 * 20 * 256);  // at most one flavour may overflow wholesale
 }
 
