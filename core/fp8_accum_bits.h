@@ -8,10 +8,13 @@
 
 namespace moefuzz {
 
-// The Hopper FP8 tensor core (wgmma/mma e4m3): DeepSeek-V3 report (arXiv:2412.19437) §3.3.2 "retains
-// around 14 bits", read as a 14-bit two's complement window with two integer bits: 11 below the leading
-// bit (derivation: oracles/fp8_block_gemm.h (a)).
-inline constexpr int kHopperFp8MmaAccumBits = 11;
+// The Hopper FP8 tensor core as Triton's e4m3 tl.dot drives it (wgmma): 13 bits below the leading bit
+// of the largest addend, lost bits truncated toward zero, measured on an H200 by
+// tests/python/triton_fp8_dot_probe.py (2^16 + 2^(16-j) exact for j <= 13, for products and for the
+// accumulator operand); SageAttention2 (arXiv:2411.10958) and DeepGEMM#176 report the same e8m13, the
+// DeepSeek-V3 report (arXiv:2412.19437) §3.3.2 "around 14 bits" with the sign. The model and its bound:
+// oracles/fp8_block_gemm.h (a); mma.sync keeps 23 (tests/gpu/fp8_mma_probe_test.cpp).
+inline constexpr int kHopperFp8MmaAccumBits = 13;
 // fp32 round to nearest after every addition (the CPU kernels): 24 significant bits.
 inline constexpr int kFp32RoundToNearestAccumBits = 24;
 

@@ -68,8 +68,9 @@ Profile sglang_triton() {
       "sgl-kernel/csrc/gemm/per_token_group_quant_8bit.cu "
       "(s = fl(amax * RN(1/448)), codes cvt.satfinite(x * fl(448/amax)): within one code and 2 scale ulps of "
       "vLLM's formula), the Triton fallback per_token_group_quant_fp8 (div.full) [SPEC-formats 1.2, 5.2]",
-      "fp8_mma_accum_bits 11: tl.dot on e4m3 is a fresh Hopper FP8 wgmma per K tile, DeepSeek-V3 report "
-      "arXiv:2412.19437 3.3.2 (oracles/fp8_block_gemm.h (a)); fp8_dots_per_block 2, fp8_scale_order triton: "
+      "fp8_mma_accum_bits 13: tl.dot on e4m3 is a fresh Hopper FP8 wgmma per K tile, 13 bits "
+      "measured on an H200 (tests/python/triton_fp8_dot_probe.py; oracles/fp8_block_gemm.h (a)); "
+      "fp8_dots_per_block 2, fp8_scale_order triton: "
       "sgl-project/sglang python/sglang/srt/layers/moe/fused_moe_triton/fused_moe_triton_kernels.py "
       "fused_moe_kernel (acc += tl.dot(a, b) * a_scale[:, None] * b_scale[None, :] per K tile; the tuned "
       "BLOCK_SIZE_K is passed unchanged: 64 applies each 128-group's scales to two dots) [SPEC-formats 1.3]",
@@ -243,11 +244,50 @@ Profile vllm() {
       "SPEC.md; the rsf placement is exactly what BUGZOO Z1 (vllm-project/vllm PR 45037) got wrong",
       "fp8_act_quant vllm_cuda (IEEE): vllm-project/vllm csrc/quantization/w8a8/fp8/per_token_group_quant.cu "
       "(per_token_group_quant_fp8 on CUDA) [SPEC-formats 1.2]",
-      "fp8_mma_accum_bits 11, fp8_dots_per_block 2, fp8_scale_order triton: vllm-project/vllm "
+      "fp8_mma_accum_bits 13 (measured wgmma), fp8_dots_per_block 2, fp8_scale_order triton: "
+      "vllm-project/vllm "
       "vllm/model_executor/layers/fused_moe/fused_moe.py fused_moe_kernel (fresh e4m3 tl.dot per K tile, "
       "(P * a_scale) * b_scale; invoke_fused_moe_kernel sets BLOCK_SIZE_K = min(BLOCK_SIZE_K, 128): 128 or "
       "64, 2 dots per 128-group covers both) [SPEC-formats 1.3]",
   };
+  return p;
+}
+
+// vLLM's FP8 block MoE through DeepGEMM (deep_gemm_moe.py; chosen over Triton when M >= 128, N % 128 == 0,
+// K % 128 == 0 and N > 512): vLLM's routing, DeepGEMM's grouped GEMM arithmetic and vLLM's ep_gather combine.
+Profile vllm_deepgemm() {
+  Profile p = vllm();
+  p.name = "vllm-deepgemm";
+  p.summary =
+      "vLLM FP8 block MoE through DeepGEMM: 1 WGMMA dot per 128-block, fl(sa*sb)*P, ep_gather combine";
+  p.silu_may_round_bf16 = true;
+  p.combine = CombineAccum::kFp32SlotOrder;
+  p.bf16_after_gemm2 = true;
+  p.fp8_act_quant = Fp8GroupQuantVariant::kTriton;
+  p.fp8_mma_accum_bits = kHopperFp8MmaAccumBits;
+  p.fp8_dots_per_block = 1;
+  p.fp8_scale_order = Fp8ScaleOrder::kDeepGemm;
+  p.sources = {
+      "routing, w13 order, rsf placement: as the vllm profile (vllm-project/vllm "
+      "vllm/model_executor/layers/fused_moe/deep_gemm_moe.py routes with fused_moe's top-k) [SPEC 2.2]",
+      "fp8_dots_per_block 1, fp8_mma_accum_bits 13: deepseek-ai/DeepGEMM "
+      "deep_gemm/include/deep_gemm/impls/sm90_fp8_gemm_1d2d.cuh (BLOCK_K == 128; the WGMMA "
+      "accumulator restarts at every K block, scale-d = (k != 0), and is promoted to an fp32 "
+      "register sum; Hopper FP8 WGMMA, 13 bits measured by tests/python/triton_fp8_dot_probe.py) "
+      "[SPEC-formats 1.4]",
+      "fp8_scale_order deepgemm: DeepGEMM sm90_fp8_gemm_1d2d.cuh (s = fl(sa * sb), "
+      "final += s * accum) [SPEC-formats 1.4]",
+      "bf16_after_gemm2: DeepGEMM writes D bf16 (__float22bfloat162_rn) [SPEC-formats 1.4]",
+      "combine fp32 slot order: vllm-project/vllm "
+      "vllm/model_executor/layers/fused_moe/deep_gemm_utils.py _fwd_kernel_ep_gather (fp32 sum of "
+      "fp32(y_bf16) * w_fp32 in slot order, one bf16 rounding) [SPEC-formats 1.5]",
+      "fp8_act_quant triton, silu_may_round_bf16: vllm-project/vllm "
+      "vllm/model_executor/layers/quantization/utils/fp8_utils.py "
+      "silu_mul_per_token_group_quant_fp8_colmajor (FC2 input: silu rounded to bf16 before the "
+      "multiply, div.full scales; the FC1 input through per_token_group_quant.cu, IEEE, which the "
+      "triton variant also admits) [SPEC-formats 1.2, 1.5]",
+  };
+
   return p;
 }
 
@@ -335,8 +375,8 @@ Profile flashinfer_reference() {
 
 const std::vector<Profile>& all_profiles() {
   static const std::vector<Profile> profiles = {
-      sglang_triton(), sglang_cutlass_fp4(), flashinfer_cutlass(),  trtllm_gen(),
-      vllm(),          deepseek_ref(),       flashinfer_reference()};
+      sglang_triton(), sglang_cutlass_fp4(), flashinfer_cutlass(),   trtllm_gen(),
+      vllm(),          deepseek_ref(),       flashinfer_reference(), vllm_deepgemm()};
   return profiles;
 }
 

@@ -90,7 +90,7 @@ struct Profile {
   // admitted within 2 scale ulps and one code).
   Fp8GroupQuantVariant fp8_act_quant = Fp8GroupQuantVariant::kVllmCuda;
   // Bits the in-block accumulator keeps (oracles/fp8_block_gemm.h (a)): 24 = fp32 round to nearest,
-  // kHopperFp8MmaAccumBits (11) = the Hopper FP8 tensor core.
+  // kHopperFp8MmaAccumBits (13, measured) = the Hopper FP8 tensor core.
   int fp8_mma_accum_bits = kFp32RoundToNearestAccumBits;
   // Fresh-accumulator dots per 128-element K block (Triton 128 / BLOCK_SIZE_K).
   int fp8_dots_per_block = 1;

@@ -499,10 +499,13 @@ class PythonKernel : public Kernel {
     // FP8 activations the layer chose to expose (python/moefuzz/worker.py `_exposed_fp8`): the oracle
     // admits them and conditions the GEMMs on them.
     out.fc1_fp8.reset(), out.fc2_fp8.reset();
+    // tensors() parses the reply into a new vector on each call: one copy, or the search would pair the
+    // begin of one temporary with the end of another (a crash when the layer exposes nothing).
+    const std::vector<WireTensor> sent = reply.tensors();
     const auto exposed = [&](const char* key, int64_t k, std::optional<Fp8GroupQuantized>& dst) {
       const std::string codes = std::string(key) + ".codes";
-      const bool present = std::any_of(reply.tensors().begin(), reply.tensors().end(),
-                                       [&](const WireTensor& t) { return t.name == codes; });
+      const bool present =
+          std::any_of(sent.begin(), sent.end(), [&](const WireTensor& t) { return t.name == codes; });
       if (!present || r.quant.activations != ActivationFormat::kFp8Group) return;
       Fp8GroupQuantized q;
       q.rows = T * slots;

@@ -49,6 +49,7 @@ struct WorkerMessage {
     add_tensor(name, dtype, std::move(shape), v.data(), v.size() * sizeof(T));
   }
   // The tensors listed in the header, validated against the payload (throws std::runtime_error).
+  // Parsed anew on every call: keep the vector, never pair iterators of two calls.
   std::vector<WireTensor> tensors() const;
 };
 

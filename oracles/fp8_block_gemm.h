@@ -20,15 +20,15 @@
 //      (one rounding per addition), so f = 24 covers fp32 round-to-nearest accumulation (CPU
 //      kernels). A block split into several fresh-accumulator dots (Triton BK = 64: dots_per_block
 //      2) errs by the sum of the parts' errors, also <= gamma_N M_b.
-//      Source of f: DeepSeek-V3 report (arXiv:2412.19437) §3.3.2, "retains around 14 bits", and
-//      §3.5.2: products aligned to the largest exponent of 32, "only uses the highest 14 bits of each
-//      mantissa product after sign-fill right shifting", accumulator also 14 bits. Read as a 14-bit
-//      two's complement window (sign, then the two integer bits a product of two [1, 2) mantissas
-//      occupies), a largest product with mantissa in [1, 2) keeps 11 bits below its leading bit:
-//      kHopperFp8MmaAccumBits = 11. SageAttention2 (arXiv:2411.10958; quoted in thu-ml/SageAttention#287)
-//      and DeepGEMM#176 measured the accumulator as e8m13 (13 bits); the smaller reading is the default. Not
-//      a tolerance: a model whose parameter the CUDA probe (kernels/cuda/hardware_probes.h) measures on the
-//      device.
+//      Source of f: measured. tests/python/triton_fp8_dot_probe.py runs Triton's e4m3 tl.dot (wgmma on
+//      Hopper) on rows holding a largest addend 2^16 (a product of mantissas 1.0, the worst case: a
+//      mantissa product in [2, 4) keeps one bit more) and one small addend 2^(16-j): on an H200 the sum
+//      is exact for j <= 13 and the lost addend is truncated toward zero, with the large value as a
+//      product or as the accumulator operand: kHopperFp8MmaAccumBits = 13. SageAttention2
+//      (arXiv:2411.10958; thu-ml/SageAttention#287) and DeepGEMM#176 report the same e8m13; the
+//      DeepSeek-V3 report (arXiv:2412.19437) §3.3.2 and §3.5.2 describe products aligned to the largest
+//      exponent of 32 and "around 14 bits" kept (13 with the sign). Not a tolerance: a model whose
+//      parameter the probes measure on the device (mma.sync: kernels/cuda/hardware_probes.h, 23 bits).
 //  (b) Scale application per dot, both production orders: Triton t = fl(fl(P~ sa) sb) and DeepGEMM
 //      t = fl(fl(sa sb) P~), each with the add separate or fused (FMA): every term passes through at
 //      most 2 multiplicative roundings of fp32 RN (2^-24).

@@ -2,12 +2,12 @@
 // block, h = bf16(silu(gate) * up) from the bf16 GEMM1 output (gate = the half the profile's w13
 // order says), then NVFP4 quantization of the bf16 h with the expert's a2 scale (§1.5; the value is
 // rounded to bf16 first, as CUTLASS quantizePackedFPXValue does).
-// Optional SwiGLU clamp: gate = min(gate, L), up = clamp(up, -L, L), out = gate*sigmoid(a*gate)*(up+b).
-// exp is the correctly-rounded-within-2-ulp expf, not fast-math __expf (docs/gpu.md).
+// The element's SiLU*mul (and optional SwiGLU clamp) is swiglu.cuh's.
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/nvfp4_block.cuh"
+#include "kernels/cuda/swiglu.cuh"
 
 namespace moefuzz::cuda {
 namespace {
@@ -27,14 +27,8 @@ __global__ void activation_kernel(PipelineConfig cfg, DeviceBuffers b, int64_t m
   uint32_t hb[8];
 #pragma unroll
   for (int j = 0; j < 16; ++j) {
-    float gv = bf16_bits_to_float(gate[j]);
-    float uv = bf16_bits_to_float(up[j]);
-    if (cfg.swiglu_clamped) {
-      gv = fminf(gv, cfg.swiglu_limit);
-      uv = fmaxf(fminf(uv, cfg.swiglu_limit), -cfg.swiglu_limit);
-    }
-    const float silu = __fdiv_rn(gv, __fadd_rn(1.0f, expf(-__fmul_rn(cfg.swiglu_alpha, gv))));
-    const uint16_t bits = pair >= 0 ? float_to_bf16_bits(__fmul_rn(silu, __fadd_rn(uv, cfg.swiglu_beta))) : 0;
+    const float v = swiglu(bf16_bits_to_float(gate[j]), bf16_bits_to_float(up[j]), cfg);
+    const uint16_t bits = pair >= 0 ? float_to_bf16_bits(v) : 0;
     h[j] = bf16_bits_to_float(bits);
     if (j % 2 == 0)
       hb[j / 2] = bits;

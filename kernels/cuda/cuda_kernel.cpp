@@ -7,6 +7,7 @@
 
 #include "core/errors.h"
 #include "core/profile.h"
+#include "kernels/cuda/cuda_fp8_kernel.h"
 #include "kernels/cuda/cuda_kernel.h"
 #include "kernels/cuda/moe_pipeline.h"
 #include "kernels/cuda/pipeline_result.h"
@@ -72,7 +73,8 @@ const Profile& cuda_kernel_profile() { return claimed_profile(); }
 
 void add_cuda_kernels(std::vector<KernelEntry>& out) {
   out.push_back({"cuda", KernelKind::kCuda, [] { return make_cuda_kernel(); }});
-  add_cuda_mutants(out);  // cuda_mutants.cpp
+  add_cuda_fp8_kernels(out);  // cuda_fp8_kernel.cpp: `cuda-fp8` (FP8 block W8A8) and its mutant
+  add_cuda_mutants(out);      // cuda_mutants.cpp
 }
 
 }  // namespace moefuzz

@@ -37,6 +37,11 @@ struct DeviceBuffers {
   const float* a2_scale_q = nullptr;
   const float* alpha1 = nullptr;  // [E + shared, 2] kernel-order halves of GEMM1 (first, second)
   const float* alpha2 = nullptr;  // [E + shared]
+  // FP8 block W8A8 (cfg.fp8): w13 / w2 above hold E4M3 codes, [E + shared][2I][H] (kernel order) and
+  // [E + shared][H][I]; these their fp32 128x128 block scales, [E + shared][2I/128][H/128] and
+  // [E + shared][H/128][I/128] (multipliers: value = e4m3 * scale).
+  const float* w13_fp8_scale = nullptr;
+  const float* w2_fp8_scale = nullptr;
   // Routing.
   int32_t* ids = nullptr;    // [T, all_slots]
   float* weights = nullptr;  // [T, all_slots]
@@ -48,16 +53,20 @@ struct DeviceBuffers {
   int32_t* row_pair = nullptr;       // [max_rows], -1 = padding
   int64_t* pair_row = nullptr;       // [pairs]
   // Activations (permuted rows).
-  uint8_t* a1_packed = nullptr;  // [max_rows, H/2]
-  uint8_t* a1_sf = nullptr;      // 128x4 over [max_rows, H/16]
-  uint16_t* a1_dq = nullptr;     // bf16 [max_rows, H]: e2m1 * e4m3 (exact; S_d goes into alpha)
-  uint16_t* g1 = nullptr;        // bf16 [max_rows, 2I] kernel order
-  uint16_t* act = nullptr;       // bf16 [max_rows, I]
-  uint8_t* a2_packed = nullptr;  // [max_rows, I/2]
-  uint8_t* a2_sf = nullptr;      // 128x4 over [max_rows, I/16]
-  uint16_t* a2_dq = nullptr;     // bf16 [max_rows, I]
-  uint16_t* y = nullptr;         // bf16 [max_rows, H]
-  uint16_t* out = nullptr;       // bf16 [T, H]
+  uint8_t* a1_packed = nullptr;   // [max_rows, H/2]
+  uint8_t* a1_sf = nullptr;       // 128x4 over [max_rows, H/16]
+  uint16_t* a1_dq = nullptr;      // bf16 [max_rows, H]: e2m1 * e4m3 (exact; S_d goes into alpha)
+  uint16_t* g1 = nullptr;         // bf16 [max_rows, 2I] kernel order
+  uint16_t* act = nullptr;        // bf16 [max_rows, I]
+  uint8_t* a2_packed = nullptr;   // [max_rows, I/2]
+  uint8_t* a2_sf = nullptr;       // 128x4 over [max_rows, I/16]
+  uint16_t* a2_dq = nullptr;      // bf16 [max_rows, I]
+  uint8_t* a1_fp8 = nullptr;      // FP8: E4M3 [max_rows, H], one row per permuted row
+  float* a1_fp8_scale = nullptr;  // FP8: fp32 [max_rows, H/128] group scales
+  uint8_t* a2_fp8 = nullptr;      // FP8: E4M3 [max_rows, I]
+  float* a2_fp8_scale = nullptr;  // FP8: fp32 [max_rows, I/128]
+  uint16_t* y = nullptr;          // bf16 [max_rows, H]
+  uint16_t* out = nullptr;        // bf16 [T, H]
 };
 
 void launch_routing(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s);
@@ -69,6 +78,15 @@ void launch_gemm1(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_
 void launch_activation(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s);
 void launch_gemm2(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s);
 void launch_combine(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s);
+// FP8 block W8A8 stages (cfg.fp8). Hidden rows (one per permuted row) quantized per 128 columns into
+// a1_fp8 / a1_fp8_scale (fp8_group_quantize.cu); padding rows get zero codes and scales.
+void launch_fp8_quantize_fc1(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s);
+// a1_fp8 x w13 -> g1 (bf16), a2_fp8 x w2 -> y (bf16), on FP8 tensor cores (fp8_block_gemm.cu).
+void launch_fp8_gemm1(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s);
+void launch_fp8_gemm2(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s);
+// SiLU*mul of g1 into act (bf16), then per-128-column FP8 quantization into a2_fp8 / a2_fp8_scale
+// (fp8_activation.cu).
+void launch_fp8_activation(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s);
 void launch_fill_random(uint8_t* p, int64_t bytes, uint64_t seed, uint8_t and_mask, uint8_t or_mask,
                         cudaStream_t s);
 

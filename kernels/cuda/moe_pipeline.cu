@@ -18,32 +18,69 @@ int64_t PipelineConfig::max_rows() const {
   return (r + 127) / 128 * 128;
 }
 
-std::string unsupported_reason(const CaseRecipe& r, const Profile& p) {
-  if (r.quant.activations == ActivationFormat::kFp8Group)
-    return "cuda: FP8 block W8A8 (weight_format fp8_block) not implemented";
-  if (r.quant.activations != ActivationFormat::kNvfp4)
-    return "cuda: W4A16 (bf16 activations) not implemented";
-  if (p.quantizer != QuantizerVariant::kFastMath)
-    return "cuda: only the fast-math NVFP4 quantizer is implemented";
+namespace {
+
+// The profile fields the routing, align and combine stages implement (both formats).
+std::string shared_stages_reason(const Profile& p) {
   if (p.combine != CombineAccum::kFp32SlotOrder && p.combine != CombineAccum::kBf16Products)
-    return "cuda: only the fp32 slot-order and bf16-products combines are implemented";
+    return "only the fp32 slot-order and bf16-products combines are implemented";
   if (!p.bf16_after_gemm1 || !p.bf16_after_activation || !p.bf16_after_gemm2 || !p.bf16_output)
-    return "cuda: every stage rounds to bf16 in this pipeline";
-  if (p.routing_weight_dtype != WeightDtype::kFp32) return "cuda: routing weights are fp32";
-  if (r.shape.hidden % 16 != 0 || r.shape.inter % 16 != 0)
-    return "cuda: hidden and inter must be multiples of 16";
-  if (r.shape.experts < 1 || r.shape.experts > 4096) return "cuda: experts must be in [1, 4096]";
-  if (r.shape.top_k < 1 || r.shape.top_k > r.shape.experts) return "cuda: top_k must be in [1, experts]";
+    return "every stage rounds to bf16 in this pipeline";
+  if (p.routing_weight_dtype != WeightDtype::kFp32) return "routing weights are fp32";
+  return "";
+}
+
+// The routing and shape limits of the routing, align and combine stages (both formats).
+std::string routing_shape_reason(const CaseRecipe& r) {
+  if (r.shape.experts < 1 || r.shape.experts > 4096) return "experts must be in [1, 4096]";
+  if (r.shape.top_k < 1 || r.shape.top_k > r.shape.experts) return "top_k must be in [1, experts]";
   if (r.routing.mode == RoutingMode::kSigmoidGrouped &&
       (r.shape.n_group < 1 || r.shape.n_group > 256 || r.shape.experts % r.shape.n_group != 0 ||
        r.shape.topk_group < 1 || r.shape.topk_group > r.shape.n_group ||
        r.shape.topk_group * (r.shape.experts / r.shape.n_group) < r.shape.top_k))
-    return "cuda: grouped routing needs n_group in [1, 256] dividing E and topk_group * E/n_group >= top_k";
+    return "grouped routing needs n_group in [1, 256] dividing E and topk_group * E/n_group >= top_k";
   if (r.routing.shared_fusion == SharedFusion::kSeparate && r.shape.shared_experts > 1)
-    return "cuda: at most one separate shared expert";
+    return "at most one separate shared expert";
   if (r.shape.tokens < 0 || r.shape.tokens * (r.slots() + 1) > (int64_t{1} << 30))
-    return "cuda: tokens * slots must stay below 2^30 (int32 row ids)";
+    return "tokens * slots must stay below 2^30 (int32 row ids)";
   return "";
+}
+
+std::string prefixed(const char* kernel, const std::string& why) {
+  return why.empty() ? why : std::string(kernel) + ": " + why;
+}
+
+}  // namespace
+
+std::string unsupported_reason(const CaseRecipe& r, const Profile& p) {
+  if (r.quant.activations == ActivationFormat::kFp8Group)
+    return "cuda: FP8 block W8A8 (weight_format fp8_block) is the cuda-fp8 kernel's";
+  if (r.quant.activations != ActivationFormat::kNvfp4)
+    return "cuda: W4A16 (bf16 activations) not implemented";
+  if (p.quantizer != QuantizerVariant::kFastMath)
+    return "cuda: only the fast-math NVFP4 quantizer is implemented";
+  if (std::string why = shared_stages_reason(p); !why.empty()) return prefixed("cuda", why);
+  if (r.shape.hidden % 16 != 0 || r.shape.inter % 16 != 0)
+    return "cuda: hidden and inter must be multiples of 16";
+  return prefixed("cuda", routing_shape_reason(r));
+}
+
+std::string fp8_unsupported_reason(const CaseRecipe& r, const Profile& p) {
+  if (r.quant.weights != WeightFormat::kFp8Block || r.quant.activations != ActivationFormat::kFp8Group)
+    return "cuda-fp8: FP8 block W8A8 layers only (weight_format fp8_block, activations fp8_group); NVFP4 "
+           "layers are the cuda kernel's";
+  if (p.fp8_act_quant != Fp8GroupQuantVariant::kVllmCuda)
+    return "cuda-fp8: only the vLLM CUDA (IEEE) per-token-group quantizer is implemented";
+  if (p.fp8_dots_per_block != 2)
+    return "cuda-fp8: the GEMM starts a fresh accumulator every 64 K (fp8_dots_per_block 2)";
+  if (p.fp8_scale_order != Fp8ScaleOrder::kTriton)
+    return "cuda-fp8: the GEMM applies its scales in Triton order fl(fl(P * sa) * sb)";
+  if (p.fp8_mma_accum_bits > kHopperFp8MmaAccumBits)
+    return "cuda-fp8: the FP8 tensor core keeps fewer accumulator bits than the profile claims";
+  if (std::string why = shared_stages_reason(p); !why.empty()) return prefixed("cuda-fp8", why);
+  if (r.shape.hidden % 128 != 0 || r.shape.inter % 128 != 0 || r.shape.hidden < 128 || r.shape.inter < 128)
+    return "cuda-fp8: hidden and inter must be positive multiples of 128";
+  return prefixed("cuda-fp8", routing_shape_reason(r));
 }
 
 PipelineConfig config_for(const CaseRecipe& r, const Profile& p, int tactic) {
@@ -76,6 +113,8 @@ PipelineConfig config_for(const CaseRecipe& r, const Profile& p, int tactic) {
   c.swiglu_limit = c.swiglu_clamped ? static_cast<float>(r.swiglu.limit) : 0.0f;
   c.swiglu_alpha = static_cast<float>(r.swiglu.alpha);
   c.swiglu_beta = static_cast<float>(r.swiglu.beta);
+  c.fp8 = r.quant.activations == ActivationFormat::kFp8Group;
+  c.fp8_ue8m0 = r.quant.fp8_ue8m0;
   c.tactic = std::clamp(tactic, 0, kNumTactics - 1);
   return c;
 }
@@ -111,6 +150,7 @@ struct MoePipeline::Impl {
         *alpha2 = nullptr;
   int32_t *token_ids = nullptr, *hash_table = nullptr;
   uint8_t *w13 = nullptr, *w13_sf = nullptr, *w2 = nullptr, *w2_sf = nullptr;
+  float *w13_fp8_scale = nullptr, *w2_fp8_scale = nullptr;
   int64_t w13_sf_per_expert = 0, w2_sf_per_expert = 0;
 
   ~Impl() {
@@ -121,17 +161,22 @@ struct MoePipeline::Impl {
     const PipelineConfig& c = cfg;
     const int64_t T = c.tokens, H = c.hidden, I = c.inter, E = c.experts, X = c.total_experts();
     const int64_t S = c.all_slots(), rows = c.max_rows();
-    w13_sf_per_expert = sf_bytes_128x4(2 * I, H / 16);
-    w2_sf_per_expert = sf_bytes_128x4(H, I / 16);
+    // Each format's own buffers; the other format's get no room (device_alloc makes one element).
+    const int64_t nv = c.fp8 ? 0 : 1, f8 = c.fp8 ? 1 : 0;
+    w13_sf_per_expert = nv * sf_bytes_128x4(2 * I, H / 16);
+    w2_sf_per_expert = nv * sf_bytes_128x4(H, I / 16);
     hidden = device_alloc<uint16_t>(owned, T * H);
     logits = device_alloc<float>(owned, T * E);
     bias = device_alloc<float>(owned, E);
     token_ids = device_alloc<int32_t>(owned, T);
     hash_table = device_alloc<int32_t>(owned, c.vocab * c.top_k);
-    w13 = device_alloc<uint8_t>(owned, X * 2 * I * (H / 2));
+    // NVFP4: two E2M1 codes a byte; FP8: one E4M3 code a byte.
+    w13 = device_alloc<uint8_t>(owned, X * 2 * I * (c.fp8 ? H : H / 2));
     w13_sf = device_alloc<uint8_t>(owned, X * w13_sf_per_expert);
-    w2 = device_alloc<uint8_t>(owned, X * H * (I / 2));
+    w2 = device_alloc<uint8_t>(owned, X * H * (c.fp8 ? I : I / 2));
     w2_sf = device_alloc<uint8_t>(owned, X * w2_sf_per_expert);
+    w13_fp8_scale = device_alloc<float>(owned, f8 * X * (2 * I / 128) * (H / 128));
+    w2_fp8_scale = device_alloc<float>(owned, f8 * X * (H / 128) * (I / 128));
     a1q = device_alloc<float>(owned, X);
     a2q = device_alloc<float>(owned, X);
     alpha1 = device_alloc<float>(owned, 2 * X);
@@ -149,6 +194,8 @@ struct MoePipeline::Impl {
     b.a2_scale_q = a2q;
     b.alpha1 = alpha1;
     b.alpha2 = alpha2;
+    b.w13_fp8_scale = w13_fp8_scale;
+    b.w2_fp8_scale = w2_fp8_scale;
     b.ids = device_alloc<int32_t>(owned, T * S);
     b.weights = device_alloc<float>(owned, T * S);
     b.expert_count = device_alloc<int32_t>(owned, X);
@@ -157,14 +204,18 @@ struct MoePipeline::Impl {
     b.num_tiles = device_alloc<int32_t>(owned, 1);
     b.row_pair = device_alloc<int32_t>(owned, rows);
     b.pair_row = device_alloc<int64_t>(owned, T * S);
-    b.a1_packed = device_alloc<uint8_t>(owned, rows * H / 2);
-    b.a1_sf = device_alloc<uint8_t>(owned, sf_bytes_128x4(rows, H / 16));
-    b.a1_dq = device_alloc<uint16_t>(owned, rows * H);
+    b.a1_packed = device_alloc<uint8_t>(owned, nv * rows * H / 2);
+    b.a1_sf = device_alloc<uint8_t>(owned, nv * sf_bytes_128x4(rows, H / 16));
+    b.a1_dq = device_alloc<uint16_t>(owned, nv * rows * H);
+    b.a1_fp8 = device_alloc<uint8_t>(owned, f8 * rows * H);
+    b.a1_fp8_scale = device_alloc<float>(owned, f8 * rows * (H / 128));
     b.g1 = device_alloc<uint16_t>(owned, rows * 2 * I);
     b.act = device_alloc<uint16_t>(owned, rows * I);
-    b.a2_packed = device_alloc<uint8_t>(owned, rows * I / 2);
-    b.a2_sf = device_alloc<uint8_t>(owned, sf_bytes_128x4(rows, I / 16));
-    b.a2_dq = device_alloc<uint16_t>(owned, rows * I);
+    b.a2_packed = device_alloc<uint8_t>(owned, nv * rows * I / 2);
+    b.a2_sf = device_alloc<uint8_t>(owned, nv * sf_bytes_128x4(rows, I / 16));
+    b.a2_dq = device_alloc<uint16_t>(owned, nv * rows * I);
+    b.a2_fp8 = device_alloc<uint8_t>(owned, f8 * rows * I);
+    b.a2_fp8_scale = device_alloc<float>(owned, f8 * rows * (I / 128));
     b.y = device_alloc<uint16_t>(owned, rows * H);
     b.out = device_alloc<uint16_t>(owned, T * H);
   }
@@ -203,6 +254,53 @@ struct MoePipeline::Impl {
       for (int64_t k = 0; k < kb; ++k)
         scales[i * kb + k] = sf[static_cast<size_t>(sf_offset_128x4(rows[i], k, kb))];
   }
+
+  Fp8GroupQuantized fp8_rows(const uint8_t* codes, const float* scales, int64_t cols,
+                             const std::vector<int64_t>& rows) const {
+    Fp8GroupQuantized q;
+    q.rows = static_cast<int64_t>(rows.size());
+    q.cols = cols;
+    q.group = kFp8ActivationGroup;
+    q.codes = rows_of(codes, cols, rows);
+    q.scales = rows_of(scales, cols / kFp8ActivationGroup, rows);
+    return q;
+  }
+
+  // The FP8 case's weights: E4M3 codes [X][2I][H] and [X][H][I] in the profile's w13 order, their fp32
+  // block scales [X][2I/128][H/128] and [X][H/128][I/128] (the halves of w13 stacked like the codes).
+  void upload_fp8_weights(const Case& c) {
+    const int64_t H = cfg.hidden, I = cfg.inter, X = cfg.total_experts();
+    const int64_t half_codes = I * H, half_scales = (I / 128) * (H / 128),
+                  down_scales = (H / 128) * (I / 128);
+    std::vector<uint8_t> w13_codes(static_cast<size_t>(X * 2 * half_codes)),
+        w2_codes(static_cast<size_t>(X * H * I));
+    std::vector<float> w13_scales(static_cast<size_t>(X * 2 * half_scales)),
+        w2_scales(static_cast<size_t>(X * down_scales));
+    for (int64_t e = 0; e < X; ++e) {
+      const Fp8ExpertWeights& ew = c.experts[static_cast<size_t>(e)].fp8;
+      const auto fits = [](const Fp8BlockQuantized& m, int64_t rows, int64_t cols) {
+        return m.rows == rows && m.cols == cols && m.scale_rows == rows / 128 && m.scale_cols == cols / 128 &&
+               static_cast<int64_t>(m.codes.size()) == rows * cols &&
+               static_cast<int64_t>(m.scales.size()) == (rows / 128) * (cols / 128);
+      };
+      if (!fits(ew.gate, I, H) || !fits(ew.up, I, H) || !fits(ew.down, H, I))
+        throw InputError("cuda-fp8 kernel: case tensor 'experts' (FP8 shapes) has the wrong size");
+      const Fp8BlockQuantized& first = cfg.up_first ? ew.up : ew.gate;
+      const Fp8BlockQuantized& second = cfg.up_first ? ew.gate : ew.up;
+      std::copy(first.codes.begin(), first.codes.end(), w13_codes.begin() + e * 2 * half_codes);
+      std::copy(second.codes.begin(), second.codes.end(),
+                w13_codes.begin() + e * 2 * half_codes + half_codes);
+      std::copy(first.scales.begin(), first.scales.end(), w13_scales.begin() + e * 2 * half_scales);
+      std::copy(second.scales.begin(), second.scales.end(),
+                w13_scales.begin() + e * 2 * half_scales + half_scales);
+      std::copy(ew.down.codes.begin(), ew.down.codes.end(), w2_codes.begin() + e * H * I);
+      std::copy(ew.down.scales.begin(), ew.down.scales.end(), w2_scales.begin() + e * down_scales);
+    }
+    upload(w13, w13_codes);
+    upload(w2, w2_codes);
+    upload(w13_fp8_scale, w13_scales);
+    upload(w2_fp8_scale, w2_scales);
+  }
 };
 
 MoePipeline::MoePipeline(const PipelineConfig& cfg) : impl_(std::make_unique<Impl>()) {
@@ -223,9 +321,11 @@ void MoePipeline::upload_case(const Case& c) {
   need(static_cast<int64_t>(c.hidden.size()) == T * H, "hidden");
   need(static_cast<int64_t>(c.logits.size()) == T * E, "logits");
   need(static_cast<int64_t>(c.experts.size()) == X, "experts");
-  need(!c.a1_scale.empty() && !c.a2_scale.empty(), "a1_scale/a2_scale");
-  need(c.a1_scale.size() == 1 || static_cast<int64_t>(c.a1_scale.size()) >= X, "a1_scale");
-  need(c.a2_scale.size() == 1 || static_cast<int64_t>(c.a2_scale.size()) >= X, "a2_scale");
+  if (!cfg.fp8) {  // FP8 activations are quantized dynamically: no static scales
+    need(!c.a1_scale.empty() && !c.a2_scale.empty(), "a1_scale/a2_scale");
+    need(c.a1_scale.size() == 1 || static_cast<int64_t>(c.a1_scale.size()) >= X, "a1_scale");
+    need(c.a2_scale.size() == 1 || static_cast<int64_t>(c.a2_scale.size()) >= X, "a2_scale");
+  }
   if (cfg.has_bias) need(static_cast<int64_t>(c.bias.size()) == E, "bias");
   if (cfg.mode == static_cast<int>(RoutingMode::kHash)) {
     need(static_cast<int64_t>(c.token_ids.size()) == T, "token_ids");
@@ -238,6 +338,10 @@ void MoePipeline::upload_case(const Case& c) {
   upload(m.hidden, c.hidden);
   upload(m.logits, c.logits);
   if (cfg.has_bias) upload(m.bias, c.bias);
+  if (cfg.fp8) {
+    m.upload_fp8_weights(c);
+    return;
+  }
 
   std::vector<uint8_t> w13(static_cast<size_t>(X * 2 * I * (H / 2))),
       w13_sf(static_cast<size_t>(X * m.w13_sf_per_expert));
@@ -284,6 +388,7 @@ void MoePipeline::fill_random_device(uint64_t seed) {
   Impl& m = *impl_;
   const PipelineConfig& c = m.cfg;
   const int64_t T = c.tokens, H = c.hidden, I = c.inter, X = c.total_experts();
+  if (c.fp8) throw std::logic_error("MoePipeline::fill_random_device: NVFP4 pipelines only");
   // Codes: any byte. Scales: E4M3 bytes 0x20..0x3F (2^-3 .. 1.875; never NaN). Activations and
   // logits: positive finite values below 2 (high byte <= 0x3F); never zeros (METHOD.md).
   launch_fill_random(m.w13, X * 2 * I * (H / 2), seed + 1, 0xFF, 0, nullptr);
@@ -305,17 +410,26 @@ void MoePipeline::run() {
   const PipelineConfig& c = m.cfg;
   const int64_t rows = c.max_rows();
   cudaStream_t s = nullptr;
-  // Padding scale bytes (columns past K/16, rows past the last tile) must read 0x00 (SPEC.md §1.8).
-  MOEFUZZ_CUDA_CHECK(cudaMemsetAsync(m.b.a1_sf, 0, sf_bytes_128x4(rows, c.hidden / 16), s));
-  MOEFUZZ_CUDA_CHECK(cudaMemsetAsync(m.b.a2_sf, 0, sf_bytes_128x4(rows, c.inter / 16), s));
   MOEFUZZ_CUDA_CHECK(
       cudaMemsetAsync(m.b.pair_row, 0xFF, static_cast<size_t>(c.pairs()) * sizeof(int64_t), s));
-  launch_routing(c, m.b, s);
-  launch_align(c, m.b, s);
-  launch_quantize_fc1(c, m.b, s);
-  launch_gemm1(c, m.b, s);
-  launch_activation(c, m.b, s);
-  launch_gemm2(c, m.b, s);
+  if (c.fp8) {
+    launch_routing(c, m.b, s);
+    launch_align(c, m.b, s);
+    launch_fp8_quantize_fc1(c, m.b, s);
+    launch_fp8_gemm1(c, m.b, s);
+    launch_fp8_activation(c, m.b, s);
+    launch_fp8_gemm2(c, m.b, s);
+  } else {
+    // Padding scale bytes (columns past K/16, rows past the last tile) must read 0x00 (SPEC.md §1.8).
+    MOEFUZZ_CUDA_CHECK(cudaMemsetAsync(m.b.a1_sf, 0, sf_bytes_128x4(rows, c.hidden / 16), s));
+    MOEFUZZ_CUDA_CHECK(cudaMemsetAsync(m.b.a2_sf, 0, sf_bytes_128x4(rows, c.inter / 16), s));
+    launch_routing(c, m.b, s);
+    launch_align(c, m.b, s);
+    launch_quantize_fc1(c, m.b, s);
+    launch_gemm1(c, m.b, s);
+    launch_activation(c, m.b, s);
+    launch_gemm2(c, m.b, s);
+  }
   launch_combine(c, m.b, s);
   MOEFUZZ_CUDA_CHECK(cudaStreamSynchronize(s));
   MOEFUZZ_CUDA_CHECK(cudaGetLastError());
@@ -329,8 +443,13 @@ float MoePipeline::time_gemms_ms(int iters) {
   std::vector<float> ms;
   for (int i = 0; i < iters + 3; ++i) {  // 3 warm-ups
     MOEFUZZ_CUDA_CHECK(cudaEventRecord(start));
-    launch_gemm1(m.cfg, m.b, nullptr);
-    launch_gemm2(m.cfg, m.b, nullptr);
+    if (m.cfg.fp8) {
+      launch_fp8_gemm1(m.cfg, m.b, nullptr);
+      launch_fp8_gemm2(m.cfg, m.b, nullptr);
+    } else {
+      launch_gemm1(m.cfg, m.b, nullptr);
+      launch_gemm2(m.cfg, m.b, nullptr);
+    }
     MOEFUZZ_CUDA_CHECK(cudaEventRecord(stop));
     MOEFUZZ_CUDA_CHECK(cudaEventSynchronize(stop));
     float t = 0;
@@ -366,6 +485,12 @@ void MoePipeline::download_fc2_rows(const std::vector<int64_t>& rows, std::vecto
                                     std::vector<uint8_t>& scales) const {
   impl_->quant_rows(impl_->b.a2_packed, impl_->b.a2_sf, impl_->cfg.inter, rows, packed, scales);
 }
+Fp8GroupQuantized MoePipeline::download_fc1_fp8_rows(const std::vector<int64_t>& rows) const {
+  return impl_->fp8_rows(impl_->b.a1_fp8, impl_->b.a1_fp8_scale, impl_->cfg.hidden, rows);
+}
+Fp8GroupQuantized MoePipeline::download_fc2_fp8_rows(const std::vector<int64_t>& rows) const {
+  return impl_->fp8_rows(impl_->b.a2_fp8, impl_->b.a2_fp8_scale, impl_->cfg.inter, rows);
+}
 std::vector<uint16_t> MoePipeline::download_gemm1_rows(const std::vector<int64_t>& rows) const {
   return impl_->rows_of(impl_->b.g1, 2 * impl_->cfg.inter, rows);
 }
@@ -382,7 +507,9 @@ int64_t MoePipeline::gemm_min_bytes() const {
   int64_t bytes = 0, rows = 0;
   for (int32_t n : count) {
     rows += n;
-    if (n > 0)
+    if (n > 0 && c.fp8)  // one byte a code, one fp32 scale a 128x128 block
+      bytes += 3 * c.inter * c.hidden + 3 * (c.inter / 128) * (c.hidden / 128) * 4;
+    else if (n > 0)
       bytes += 2 * c.inter * (c.hidden / 2) + impl_->w13_sf_per_expert + c.hidden * (c.inter / 2) +
                impl_->w2_sf_per_expert;
   }

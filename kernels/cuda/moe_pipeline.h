@@ -7,6 +7,11 @@
 // Stages, in production order (SPEC.md §3.7), each a kernel in its own file:
 //   route (routing.cu) -> align per expert (align.cu) -> quantize A1 to NVFP4 (nvfp4_quantize.cu)
 //   -> GEMM1 (grouped_gemm.cu) -> SiLU*mul + requantize A2 (activation.cu) -> GEMM2 -> combine.
+// FP8 block-scaled W8A8 (PipelineConfig::fp8, the `cuda-fp8` kernel) swaps the quantize, GEMM and
+// activation stages for their FP8 forms and keeps routing, align and combine:
+//   route -> align -> quantize A1 per token and 128 columns to E4M3 (fp8_group_quantize.cu)
+//   -> GEMM1 on FP8 tensor cores (fp8_block_gemm.cu) -> SiLU*mul + requantize A2 (fp8_activation.cu)
+//   -> GEMM2 -> combine.
 //
 // Example:
 //   moefuzz::cuda::PipelineConfig cfg = moefuzz::cuda::config_for(recipe, profile, /*tactic=*/0);
@@ -53,10 +58,11 @@ inline constexpr int kMaxRowsPerTile = 64;
 // exercised on the GPU path itself. 0 in the `cuda` kernel.
 enum CudaDeviation : uint32_t {
   kDevNone = 0,
-  kDevRsfTwice = 1u << 0,      // BUGZOO Z1: rsf applied in top-k AND again in the combine (x s^2)
-  kDevInt32Offsets = 1u << 1,  // BUGZOO Z7: GEMM expert/row element offsets formed in int32; the
-                               // mutant keeps the low 31 bits (lands at the wrapped offset, no fault)
-  kDevNibbleSwap = 1u << 2,    // GEMM weight decode reads the HIGH nibble as element 0
+  kDevRsfTwice = 1u << 0,         // BUGZOO Z1: rsf applied in top-k AND again in the combine (x s^2)
+  kDevInt32Offsets = 1u << 1,     // BUGZOO Z7: GEMM expert/row element offsets formed in int32; the
+                                  // mutant keeps the low 31 bits (lands at the wrapped offset, no fault)
+  kDevNibbleSwap = 1u << 2,       // GEMM weight decode reads the HIGH nibble as element 0
+  kDevFp8DropActScale = 1u << 3,  // FP8 GEMM epilogue multiplies the weight block scale only
 };
 
 struct PipelineConfig {
@@ -79,6 +85,10 @@ struct PipelineConfig {
   bool combine_bf16_products = false;  // CombineAccum::kBf16Products (else kFp32SlotOrder)
   float swiglu_limit = 0, swiglu_alpha = 1, swiglu_beta = 0;
   bool swiglu_clamped = false;
+  // FP8 block W8A8 (weight_format fp8_block + activations fp8_group): E4M3 weights with fp32 128x128
+  // block scales, activations quantized per token and 128 columns (vLLM CUDA formula, IEEE).
+  bool fp8 = false;
+  bool fp8_ue8m0 = false;  // activation group scales rounded up to powers of two (fp8_scales ue8m0)
   int tactic = 0;
   uint32_t deviation = kDevNone;  // CudaDeviation bits (mutants only)
 
@@ -92,8 +102,13 @@ struct PipelineConfig {
   int64_t max_rows() const;
 };
 
-// Why a recipe/profile is outside this pipeline's domain ("" when supported).
+// Why a recipe/profile is outside this pipeline's NVFP4 domain ("" when supported).
 std::string unsupported_reason(const CaseRecipe& r, const Profile& p);
+// Why a recipe/profile is outside this pipeline's FP8 block W8A8 domain ("" when supported): FP8
+// recipes with H and I multiples of 128, and the FP8 contract the device code implements (vLLM CUDA
+// quantizer, 2 fresh-accumulator dots per 128-block, Triton scale order, a tensor-core accumulator
+// of at most kHopperFp8MmaAccumBits bits claimed).
+std::string fp8_unsupported_reason(const CaseRecipe& r, const Profile& p);
 PipelineConfig config_for(const CaseRecipe& r, const Profile& p, int tactic);
 
 // Which pair (t * all_slots + slot) each permuted row holds (-1 = padding), and each pair's row.
@@ -122,6 +137,9 @@ class MoePipeline {
   std::vector<uint16_t> download_output() const;                                        // bf16 [T, H]
   void download_routing(std::vector<int32_t>& ids, std::vector<float>& weights) const;  // [T, all_slots]
   Permutation download_permutation() const;
+  // FP8 pipelines: per permuted row, the E4M3 codes [n, cols] and fp32 group scales [n, cols/128].
+  Fp8GroupQuantized download_fc1_fp8_rows(const std::vector<int64_t>& rows) const;
+  Fp8GroupQuantized download_fc2_fp8_rows(const std::vector<int64_t>& rows) const;
   // Per permuted row: packed codes (cols/2 bytes) and LINEAR scales (cols/16 bytes), read out of the
   // 128x4-swizzled device layout.
   void download_fc1_rows(const std::vector<int64_t>& rows, std::vector<uint8_t>& packed,

@@ -54,8 +54,13 @@ LayerResult pipeline_result(const MoePipeline& p, const std::vector<int64_t>& to
       p.download_fc2_rows(rows, q.packed, q.scales);
     return q;
   };
-  out.fc1_input = quantized(true);
-  out.fc2_input = quantized(false);
+  if (cfg.fp8) {  // E4M3 codes and fp32 group scales, as the CPU kernel's FP8 path exposes them
+    out.fc1_fp8 = p.download_fc1_fp8_rows(rows);
+    out.fc2_fp8 = p.download_fc2_fp8_rows(rows);
+  } else {
+    out.fc1_input = quantized(true);
+    out.fc2_input = quantized(false);
+  }
   // GEMM1 in semantic [gate | up] order whatever the kernel's w13 order.
   const std::vector<uint16_t> g1 = p.download_gemm1_rows(rows);
   std::vector<float> gemm1(g1.size());

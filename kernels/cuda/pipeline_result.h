@@ -1,9 +1,10 @@
 #pragma once
 // What a run CUDA pipeline returns to the oracle for chosen tokens: their routing decisions, every
-// exposed stage (FC1/FC2 codes, GEMM1 in semantic [gate | up] order, activation, GEMM2, separate
-// shared-expert output) and their output rows, in the LayerResult layout of the sub-case that holds
-// only those tokens (properties/case_transforms.h select_tokens). The `cuda` kernel reads all tokens;
-// the GPU tests past 2^31 elements read a sample, since the host oracle cannot afford the whole case.
+// exposed stage (FC1/FC2 codes: NVFP4, or E4M3 with fp32 group scales for FP8; GEMM1 in semantic [gate | up]
+// order, activation, GEMM2, separate shared-expert output) and their output rows, in the LayerResult layout
+// of the sub-case that holds only those tokens (properties/case_transforms.h select_tokens). The `cuda`
+// kernel reads all tokens; the GPU tests past 2^31 elements read a sample, since the host oracle cannot
+// afford the whole case.
 //
 // Example:
 //   moefuzz::cuda::MoePipeline p(cfg);

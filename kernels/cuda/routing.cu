@@ -187,8 +187,12 @@ __global__ void routing_kernel(RoutingArgs a) {
       sum = __fadd_rn(sum, w[j]);
     }
     const float denom = __fadd_rn(sum, cfg.renorm_epsilon);
+    // Every selected score underflowed under a 0-epsilon profile (`vllm`): 0/0. The weights are then
+    // unspecified but must be finite (FINITE, STRUCT), so they are 0, as in the CPU kernel
+    // (kernels/cpu/cpu_routing.cpp). A positive epsilon never gets here.
+    const bool all_underflowed = denom == 0.0f;
     for (int j = 0; j < K; ++j) {
-      float v = renorm ? __fdiv_rn(w[j], denom) : w[j];
+      float v = renorm ? (all_underflowed ? 0.0f : __fdiv_rn(w[j], denom)) : w[j];
       if (cfg.rsf_in_topk) v = __fmul_rn(v, cfg.rsf);
       w[j] = v;
     }

@@ -295,8 +295,10 @@ TEST(Fp8BlockGemmBound, HandComputedSingleBlock) {
   d.abs_sum = d.sum;
   const Fp8GemmBound e = fp8_block_gemm_element(d, std::vector<float>{0.5f}, std::vector<float>{0.25f}, {});
   EXPECT_EQ(e.expected, 16.0);
-  // gamma_{136}(2^-11) * 16 dominates; the fp32 terms add gamma_2(2^-24) (1 + gamma) 16.
-  const double g = 136.0 / 2048 / (1 - 136.0 / 2048);
+  // gamma_{136}(2^-13) * 16 dominates (the default contract's f = kHopperFp8MmaAccumBits = 13); the fp32
+  // terms add gamma_2(2^-24) (1 + gamma) 16.
+  static_assert(kHopperFp8MmaAccumBits == 13);
+  const double g = 136.0 / 8192 / (1 - 136.0 / 8192);
   EXPECT_GE(e.bound, g * 16);
   EXPECT_LT(e.bound, g * 16 * (1 + 1e-5));
   d.nan = true;
@@ -330,7 +332,7 @@ TEST(Fp8BlockGemmBound, SoundOnRandomElements) {
   const int64_t ks[] = {128, 256, 384, 512, 768, 1024};
   while (t.inputs < 50000) {
     const int64_t k = ks[g() % 6];
-    const int f = g() % 4 == 0 ? 13 : kHopperFp8MmaAccumBits;
+    const int f = g() % 4 == 0 ? 11 : kHopperFp8MmaAccumBits;  // a quarter with a narrower accumulator
     check_element(quantized_element(g, k), f, g, t);
   }
   while (t.inputs < 88000) {

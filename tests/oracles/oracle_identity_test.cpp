@@ -150,7 +150,9 @@ constexpr uint64_t kCases = 2000;
 // Re-recorded (0xbe84bb700857e3ff) when exposed activation rows of W4A16 runs began to condition GEMM2
 // (oracles/stages/quantize2.cpp; the kernel-conditioned W4A16 evaluations change; checked by disabling
 // that conditioning alone, which gives the previous hash).
-constexpr uint64_t kRecordedHash = 0xbe84bb700857e3ff;
+// Re-recorded (0xe8e51a271e233448) when the eighth profile (vllm-deepgemm) joined the rotation of
+// profiles over the frozen recipes; the sweep over the first seven alone still gives the previous hash.
+constexpr uint64_t kRecordedHash = 0xe8e51a271e233448;
 
 TEST(OracleIdentity, SweepIsBitIdenticalToTheRecordedOracle) {
   const auto& profiles = all_profiles();

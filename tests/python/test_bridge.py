@@ -88,3 +88,24 @@ def test_mxfp4_weights_reach_a_kernel_that_lists_them(moefuzz, tmp_path):
     assert r.rc == 0, r.out
     oracle = r.summary["invariants"]["ORACLE"]
     assert oracle["pass"] >= 10, oracle
+
+
+def test_fp8_layer_that_exposes_nothing_is_checked_not_crashed(moefuzz, tmp_path):
+    # A whole layer may omit the optional 4th value (its FP8 activations) on FP8 cases. This one returns zeros:
+    # every case is an ORACLE finding (exit 1), never a crash of moefuzz, with several jobs sharing the kernel.
+    (tmp_path / "zero_fp8_layer.py").write_text(
+        "import numpy as np\n\n"
+        "class ZeroLayer:\n"
+        "    name = 'zero-fp8-layer'\n    profile = 'vllm'\n    description = 'zeros'\n    tensors = 'numpy'\n"
+        "    weight_formats = ('fp8_block',)\n\n"
+        "    def layer(self, case):\n"
+        "        ids = np.tile(np.arange(case.slots, dtype=np.int32) % case.experts, (case.tokens, 1))\n"
+        "        w = np.zeros((case.tokens, case.slots), np.float32)\n"
+        "        return np.zeros((case.tokens, case.hidden), np.float32), ids, w\n\n\n"
+        "layer = ZeroLayer()\n")
+    r = moefuzz("check", "--kernel", "py:zero_fp8_layer:layer", "--weight-format", "fp8_block", "--cases", 6,
+                "--seed", 3, "-j", 3, "--invariants", "ORACLE,STRUCT", "--out", tmp_path / "out",
+                env={"PYTHONPATH": f"{tmp_path}:{Path(__file__).resolve().parents[2]}"})
+    assert r.rc == 1, r.out
+    assert r.summary["cases"] == 6, r.summary
+    assert "ORACLE" in r.out, r.out

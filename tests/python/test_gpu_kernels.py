@@ -4,6 +4,8 @@ scripts/gpu-python.sh runs the same on a GPU host with longer budgets; docs/gpu.
 from __future__ import annotations
 
 import importlib
+import re
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +43,17 @@ def test_upstream_adapter(moefuzz, tmp_path, module):
         pytest.skip(f"upstream package missing: {exc}")
     r = moefuzz("check", "--kernel", f"py:examples.python.upstream.{module}:kernel", "--time", 20, "--out", tmp_path)
     assert r.rc in (0, 1), r.out  # findings on upstream code are results (docs/gpu.md), bad input is not
+
+
+def test_triton_fp8_dot_keeps_the_bits_the_profiles_assume():
+    # sglang-triton, vllm and vllm-deepgemm bound their FP8 GEMMs with kHopperFp8MmaAccumBits
+    # (core/fp8_accum_bits.h): the device's e4m3 tl.dot must keep at least that many bits below the largest addend.
+    header = (Path(__file__).resolve().parents[2] / "core" / "fp8_accum_bits.h").read_text()
+    bits = int(re.search(r"kHopperFp8MmaAccumBits = (\d+);", header).group(1))
+    _cuda()
+    import torch
+    if torch.cuda.get_device_capability() < (8, 9):
+        pytest.skip("e4m3 tl.dot needs sm_89 or later")
+    import triton_fp8_dot_probe
+    m = triton_fp8_dot_probe.measure()
+    assert m["bits_kept_products"] >= bits and m["bits_kept_accumulator"] >= bits, (bits, m)
