@@ -14,6 +14,7 @@
 
 #include "core/bf16.h"
 #include "core/e4m3.h"
+#include "core/errors.h"
 #include "core/fp8_block_quant.h"
 #include "core/fp8_group_quant.h"
 #include "oracles/fp8_act_envelope.h"
@@ -163,6 +164,65 @@ TEST(Fp8Operands, KernelsLieInTheGemmIntervalConditionedOrNot) {
   EXPECT_EQ(checked, 300 * 4 * kN);
   std::printf("max error/bound: FC1 %.3g, FC2 %.3g\n", worst_fc1, worst_fc2);
   EXPECT_GT(worst_fc1, 0.0) << "the kernels differ from the expected value somewhere";
+}
+
+// fp8_gemm_rows sums the deviations of a call's rows side by side (one vector lane per row of an
+// aligned group of kFp8GemmRows) and shares one weight-row decode among them: the intervals must not
+// depend on how the rows are split into calls. 19 rows (two full groups and a partial one), FC2
+// rows unconditioned (every element deviates) and FC1 rows of the non-IEEE variant, mixed with
+// exact and indeterminate rows.
+TEST(Fp8Operands, IntervalsDoNotDependOnRowsPerCall) {
+  std::mt19937_64 g(77);
+  const Fp8BlockGemmContract contract = fp8_contract(kFp32RoundToNearestAccumBits, 1);
+  constexpr int64_t kRowsTotal = 19;
+  const ExpandedRow er{.token = 0, .slot = 0, .expert = 0};
+  for (const Fp8ActQuantModel& m : kModels) {
+    const Fp8BlockQuantized w = weights(g, m.ue8m0);
+    Fp8Operands ops(kRowsTotal, kK);
+    int64_t deviating = 0;
+    for (int64_t j = 0; j < kRowsTotal; ++j) {
+      const std::vector<float> x = row(g, static_cast<int>(j % 4));
+      Verdict fail;
+      if (j % 3 == 0) {  // FC1: exact for IEEE variants, deviations for kTriton
+        ASSERT_TRUE(fp8_quantize_point_row("fc1_quant", er, j, x, m, {}, ops, fail)) << fail.message;
+      } else {
+        std::vector<double> lo(kK), hi(kK), c(kK);
+        for (int64_t i = 0; i < kK; ++i) {
+          const double v = x[static_cast<size_t>(i)], r = std::fabs(v) * 0x1p-6;
+          lo[static_cast<size_t>(i)] = v - r;
+          hi[static_cast<size_t>(i)] = j == 7 && i == 3 ? INFINITY : v + r;  // row 7: indeterminate
+          c[static_cast<size_t>(i)] = v;
+        }
+        ASSERT_TRUE(fp8_quantize_interval_row("fc2_quant", er, j, lo, hi, c, m, {}, ops, fail))
+            << fail.message;
+      }
+      deviating += ops.has_deviation[static_cast<size_t>(j)];
+    }
+    ASSERT_GT(deviating, 8) << "the deviation sums are exercised";
+    const Fp8GemmOperands in(ops);
+    for (int64_t o = 0; o < kN; ++o) {
+      std::vector<Interval> alone(kRowsTotal), grouped(kRowsTotal);
+      for (int64_t j = 0; j < kRowsTotal; ++j)
+        fp8_gemm_rows(in, j, 1, w, o, contract, &alone[static_cast<size_t>(j)]);
+      for (int64_t j0 = 0; j0 < kRowsTotal; j0 += kFp8GemmRows) {
+        const int na = static_cast<int>(std::min<int64_t>(kFp8GemmRows, kRowsTotal - j0));
+        fp8_gemm_rows(in, j0, na, w, o, contract, &grouped[static_cast<size_t>(j0)]);
+      }
+      for (int64_t j = 0; j < kRowsTotal; ++j) {
+        const Interval a = alone[static_cast<size_t>(j)], b = grouped[static_cast<size_t>(j)];
+        EXPECT_TRUE((a.lo == b.lo || (a.lo != a.lo && b.lo != b.lo)) &&
+                    (a.hi == b.hi || (a.hi != a.hi && b.hi != b.hi)))
+            << "row " << j << " output " << o << ": [" << a.lo << ", " << a.hi << "] alone, [" << b.lo << ", "
+            << b.hi << "] in a group of " << kFp8GemmRows;
+      }
+      EXPECT_TRUE(std::isnan(grouped[7].lo)) << "the indeterminate row says nothing";
+    }
+  }
+  // A call whose rows straddle two groups is refused.
+  Fp8Operands ops(kRowsTotal, kK);
+  const Fp8GemmOperands in(ops);
+  Interval out[kFp8GemmRows];
+  EXPECT_THROW(fp8_gemm_rows(in, 4, kFp8GemmRows, weights(g, false), 0, contract, out), InputError);
 }
 
 TEST(Fp8Operands, CorruptedExposureFailsTheQuantizeStage) {
