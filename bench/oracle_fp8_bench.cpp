@@ -50,7 +50,15 @@ BENCHMARK(BM_OracleFp8BlockDot)->Arg(2048)->Arg(7168);
 // na activation rows per weight row per call (BM_OracleDotRows/K/4's shape at na = 4: the layer's
 // kernel; more rows share each decoded weight block).
 void BM_OracleFp8BlockDotRows(benchmark::State& state) { run(state, static_cast<int>(state.range(1))); }
-BENCHMARK(BM_OracleFp8BlockDotRows)->Args({2048, 4})->Args({7168, 4})->Args({2048, 16})->Args({7168, 16});
+BENCHMARK(BM_OracleFp8BlockDotRows)
+    ->Args({2048, 4})
+    ->Args({7168, 4})
+    ->Args({2048, 16})
+    ->Args({7168, 16})
+    ->Args({128, 8})
+    ->Args({256, 8})
+    ->Args({512, 8})
+    ->Args({1024, 8});
 
 }  // namespace
 }  // namespace moefuzz
@@ -61,6 +69,12 @@ namespace {
 void BM_OracleFp8BlockDotRowsAvx2(benchmark::State& state) {
   run(state, static_cast<int>(state.range(1)), Fp8DotLoop::kAvx2);
 }
-BENCHMARK(BM_OracleFp8BlockDotRowsAvx2)->Args({7168, 1})->Args({7168, 4});
+BENCHMARK(BM_OracleFp8BlockDotRowsAvx2)
+    ->Args({7168, 1})
+    ->Args({7168, 4})
+    ->Args({128, 8})
+    ->Args({256, 8})
+    ->Args({512, 8})
+    ->Args({1024, 8});
 }  // namespace
 }  // namespace moefuzz

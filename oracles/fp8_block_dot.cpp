@@ -320,7 +320,11 @@ void fp8_block_dot_rows_with(Fp8DotLoop loop, const DecodedFp8& a, int64_t ra, i
 
 void fp8_block_dot_rows(const DecodedFp8& a, int64_t ra, int na, Fp8Row w, Fp8BlockDot* out) {
   static const Fp8DotLoop best = fp8_block_dot_best_loop();
-  fp8_block_dot_rows_with(best, a, ra, na, w, out);
+  static const Fp8DotLoop few_blocks =  // AVX-512 CPUs have AVX2, FMA and F16C, but check
+      fp8_block_dot_loop_available(Fp8DotLoop::kAvx2) ? Fp8DotLoop::kAvx2 : best;
+  // The AVX-512 loop gives each block of a group of 8 one vector lane: with 4 blocks or fewer most
+  // lanes are empty and the AVX2 loop is faster per MAC (docs/perf.md, "FP8 block dot": K 128-512).
+  fp8_block_dot_rows_with(a.blocks() <= kFp8Avx2MaxBlocks ? few_blocks : best, a, ra, na, w, out);
 }
 
 }  // namespace moefuzz

@@ -43,6 +43,9 @@ namespace moefuzz {
 
 // Elements per K-block: the activation quantization group and the weight scale block along K.
 inline constexpr int64_t kFp8DotBlock = 128;
+// Rows of at most this many blocks run the AVX2 loop even where the AVX-512 one is available (it fills
+// one lane per block of a group of 8; measured: docs/perf.md, "FP8 block dot").
+inline constexpr int64_t kFp8Avx2MaxBlocks = 4;
 // The unit of Fp8BlockDot's integers: every product of two E4M3 values is a multiple of 2^-18.
 inline constexpr double kFp8ProductUnit = 0x1p-18;
 
@@ -112,8 +115,9 @@ struct Fp8BlockDot {
 // Rows ra .. ra+na-1 (na >= 1) of `a` against weight row `w` (same cols): out[0..na). The more rows
 // per call (up to 8 share one decode), the fewer times each weight block is decoded (docs/perf.md).
 // Per-block sums are resized to a.blocks() (no allocation when the outputs already have that size).
-// The AVX-512 loop when the CPU has AVX-512 F/BW/DQ/VL, else the AVX2 loop when it has AVX2, FMA and
-// F16C, else fp8_block_dot_rows_scalar; all exact, so identical.
+// The AVX-512 loop when the CPU has AVX-512 F/BW/DQ/VL and the rows have more than kFp8Avx2MaxBlocks
+// blocks, else the AVX2 loop when the CPU has AVX2, FMA and F16C, else fp8_block_dot_rows_scalar; all
+// exact, so identical.
 void fp8_block_dot_rows(const DecodedFp8& a, int64_t ra, int na, Fp8Row w, Fp8BlockDot* out);
 // The portable int64 loop (from the codes, not the decoded doubles): the reference.
 void fp8_block_dot_rows_scalar(const DecodedFp8& a, int64_t ra, int na, Fp8Row w, Fp8BlockDot* out);
