@@ -1,7 +1,7 @@
 #pragma once
-// The index products an NVFP4 MoE pipeline forms (BUGZOO Z7: one of them computed in int32 wraps past
-// 2^31), their strides for a shape, and the index window that lets OVF probe them without
-// materializing a 2^31-element tensor.
+// The index products an MoE pipeline forms (BUGZOO Z7: one of them computed in int32 wraps past 2^31),
+// their strides for a shape (every weight format), and the index window that lets OVF probe them
+// without materializing a 2^31-element tensor.
 //
 // An index window places a small case inside a large logical index space: its tokens are tokens
 // [token_base, token_base + T) of a longer batch (a chunk at a token offset, exactly Z7's
@@ -26,13 +26,18 @@
 namespace moefuzz {
 
 enum class IndexProduct : uint8_t {
-  kExpertW13,      // expert x packed w13 bytes (2I x H/2; bf16 weights: 2I x H elements): gemm1 arena
-  kExpertW2,       // expert x packed w2 bytes (H x I/2; bf16 weights: H x I elements): gemm2 arena
-  kExpertScales,   // expert x w13 block-scale bytes, swizzled 128x4 and padded (pad128(2I) x pad4(H/16))
+  // Strides are per NVFP4 layout; the other weight formats' element strides follow in parentheses.
+  kExpertW13,  // expert x packed w13 bytes (2I x H/2; bf16 and FP8 block weights: 2I x H elements):
+               // gemm1 arena
+  kExpertW2,   // expert x packed w2 bytes (H x I/2; bf16 and FP8 block weights: H x I elements): gemm2 arena
+  kExpertScales,   // expert x w13 block-scale bytes, swizzled 128x4 and padded (pad128(2I) x pad4(H/16));
+                   // FP8 block weights: one fp32 scale per 128x128 block ((2I/128) x (H/128))
   kPermutation,    // expanded row = token x slots + slot: the permutation / top-k arrays (T x k)
-  kExpandedInput,  // expanded row x packed FC1 input bytes (H/2): the permuted, quantized rows
+  kExpandedInput,  // expanded row x packed FC1 input bytes (H/2; FP8 W8A8: H E4M3 codes): the permuted,
+                   // quantized rows
   kGemm1Out,       // expanded row x 2I: gemm1's output
-  kFc2Input,       // expanded row x packed FC2 input bytes (I/2): the quantized activation
+  kFc2Input,       // expanded row x packed FC2 input bytes (I/2; FP8 W8A8: I E4M3 codes): the quantized
+                   // activation
   kGemm2Out,       // expanded row x H: gemm2's output
   kCombineOut,     // token x H: the combine / sum-reduce output
 };

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The Python bridge on a GPU host (docs/python.md, docs/gpu.md): the torch and Triton examples, the CUDA fault
-# classes, and real upstream MoE kernels (examples/python/upstream: sglang and flashinfer installed from their
-# wheels with pip --no-deps) checked through stage composition. Writes one log and one JSON summary per check,
+# classes, the Triton FP8 dot probe (tests/python/triton_fp8_dot_probe.py), and real upstream MoE kernels
+# (examples/python/upstream: sglang and flashinfer installed from their wheels with pip --no-deps). Writes one log and one JSON summary per check,
 # and summary.txt, under OUT_DIR (default build/gpu-python). scripts/gpu-host.sh python runs it.
 #   Usage: scripts/gpu-python.sh MOEFUZZ_BIN [SECONDS_PER_CHECK] [SEED] [OUT_DIR]
 #   Before: pip install --target DIR the wheels of docs/python.md ("Upstream kernels") and put DIR on PYTHONPATH.
@@ -28,6 +28,10 @@ check() {  # NAME EXPECTED_EXIT ARGS...
 : >"$out/summary.txt"
 python3 -c 'import sys, torch, triton, numpy; print("python", sys.version.split()[0], "torch", torch.__version__,
   "triton", triton.__version__, "numpy", numpy.__version__, "gpu", torch.cuda.get_device_name(0))' >>"$out/summary.txt" 2>&1
+
+# What this GPU's e4m3 tl.dot keeps (the fp8_mma_accum_bits of the Triton and DeepGEMM profiles, docs/gpu.md).
+(cd tests/python && python3 triton_fp8_dot_probe.py) >"$out/triton_fp8_dot_probe.json" 2>&1
+echo "triton fp8 dot probe: $(tr -d '\n ' <"$out/triton_fp8_dot_probe.json" | cut -c1-160)" >>"$out/summary.txt"
 
 # Our examples (three in parallel: the GPU is shared, the oracle runs on the CPU cores).
 check torch_moe 0 --kernel py:examples.python.torch_moe:layer --time "$secs" &

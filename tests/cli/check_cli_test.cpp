@@ -136,6 +136,23 @@ TEST_F(CheckCli, WeightFormatMxfp4SelectsTheDrawnCases) {
   EXPECT_NE(cpu.output.find("8 cases in"), std::string::npos) << cpu.output;
 }
 
+// --weight-format fp8_block: the FP8-only F9 mutant (the up half's weight-scale block row shifted) is
+// caught among FP8 layers, and the correct kernel passes the same cases non-vacuously.
+TEST_F(CheckCli, WeightFormatFp8BlockSelectsTheDrawnCases) {
+  const RunResult f9 =
+      run_moefuzz({"check", "--kernel", "mutant/f9-scale-block-row-offset", "--weight-format", "fp8_block",
+                   "--cases", "6", "--seed", "1", "--invariants", "ORACLE", "--out", (dir_ / "f").string()});
+  EXPECT_EQ(f9.exit_code, 1) << f9.output;
+  const fs::path json = dir_ / "fp8.json";
+  const RunResult cpu =
+      run_moefuzz({"check", "--kernel", "cpu", "--weight-format", "fp8_block", "--cases", "6", "--seed", "1",
+                   "--invariants", "ORACLE", "--out", (dir_ / "c8").string(), "--json", json.string()});
+  EXPECT_EQ(cpu.exit_code, 0) << cpu.output;
+  const nlohmann::json j = nlohmann::json::parse(moefuzz::file_text(json));
+  EXPECT_EQ(j.at("cases"), 6);
+  EXPECT_GT(j.at("invariants").at("ORACLE").at("pass").get<int64_t>(), 0) << cpu.output;
+}
+
 TEST_F(CheckCli, MutantIsCaughtAndItsFindingReplays) {
   const fs::path recipe = mutant_finding();
   ASSERT_FALSE(recipe.empty());

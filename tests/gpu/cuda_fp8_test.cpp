@@ -5,8 +5,8 @@
 //  * the device GEMM's fp32 accumulator (kernels/cuda/fp8_block_gemm.cu) within the oracle's derived
 //    bound (oracles/fp8_block_gemm.h, the `vllm` profile's contract) on random and hostile blocks;
 //  * the layer through the project's check engine: campaigns of FP8 cases with every cheap
-//    invariant, zero findings, ORACLE comparing every case (its output verdict is mostly vacuous
-//    under `vllm`'s 11-bit accumulator contract: see expect_clean);
+//    invariant, zero findings, ORACLE comparing every case and passing most of them non-vacuously
+//    (see expect_clean);
 //  * the mutant that drops the activation scale is killed by ORACLE.
 // Knobs: MOEFUZZ_GPU_FP8_CASES=N (small-shape campaign cases, default 300), MOEFUZZ_GPU_FP8_MEDIUM_CASES=N
 // (medium shapes, default 20), MOEFUZZ_GPU_SEED=S (default 1).
@@ -309,11 +309,11 @@ CampaignSummary fp8_campaign(const std::string& kernel_name, int64_t cases, uint
 
 // Zero findings, and ORACLE compared every case: each case's stages (the exposed FC1 / FC2 codes and
 // scales, bit for bit for FC1; GEMM1, activation, GEMM2) and output were checked, none skipped or left
-// unevaluated. The OUTPUT verdict is vacuous on most FP8 cases under `vllm`: its contract assumes the
-// FP8 tensor core keeps 11 accumulator bits (kHopperFp8MmaAccumBits), which lets a block err by ~7% of
-// its magnitude sum, more than the x(1 + 2^-4) corruption the vacuity probe tries (docs/oracle.md,
-// "FP8 block-scaled GEMM"; a CPU kernel claiming `vllm` gets 285 of 300 small cases vacuous). So
-// `min_passes` non-vacuous passes are required where the sample is large enough to have them.
+// unevaluated. Some output verdicts are vacuous: `vllm`'s contract lets the FP8 tensor core keep 13
+// accumulator bits (kHopperFp8MmaAccumBits), so a block may err by ~1.7% of its magnitude sum, and on
+// cancelling rows that exceeds the x(1 + 2^-4) corruption the vacuity probe tries (docs/oracle.md,
+// "FP8 block-scaled GEMM"; ~16% of small cases for a CPU kernel under the same contract). So
+// `min_passes` non-vacuous passes are required.
 void expect_clean(const CampaignSummary& s, int64_t cases, int64_t min_passes) {
   std::cout << format_summary_table(s);
   const InvariantTally oracle = s.tallies.count("ORACLE") ? s.tallies.at("ORACLE") : InvariantTally{};
@@ -332,7 +332,7 @@ TEST(CudaFp8Layer, CampaignOfFp8CasesHasNoFindings) {
   MOEFUZZ_REQUIRE_GPU();
   const int64_t cases = env_int("MOEFUZZ_GPU_FP8_CASES", 300);
   expect_clean(fp8_campaign("cuda-fp8", cases, static_cast<uint64_t>(env_int("MOEFUZZ_GPU_SEED", 1))), cases,
-               cases >= 100 ? 1 : 0);
+               cases / 2);
 }
 
 // Medium shapes: H up to 1024, I up to 512, up to 129 tokens (experts spanning several 16-row tiles,
@@ -342,7 +342,7 @@ TEST(CudaFp8Layer, CampaignOfMediumFp8CasesHasNoFindings) {
   const int64_t cases = env_int("MOEFUZZ_GPU_FP8_MEDIUM_CASES", 20);
   expect_clean(
       fp8_campaign("cuda-fp8", cases, static_cast<uint64_t>(env_int("MOEFUZZ_GPU_SEED", 1)), "medium"), cases,
-      0);
+      cases >= 10 ? 1 : 0);
 }
 
 // Teeth on the FP8 device path: dropping the activation scale in the GEMM epilogue is caught.
