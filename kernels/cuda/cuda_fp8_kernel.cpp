@@ -19,9 +19,6 @@ namespace moefuzz {
 namespace {
 
 constexpr const char* kProfileName = "vllm";
-// Exposing every stage costs a copy of each intermediate; above this the kernel returns the output
-// and routing only (as the `cuda` kernel does).
-constexpr int64_t kMaxExposedBytes = int64_t{1} << 30;
 
 const Profile& claimed_profile() { return profile_by_name(kProfileName); }
 
@@ -48,16 +45,7 @@ class CudaFp8Kernel final : public Kernel {
     if (!why.empty()) throw InputError(why);
     cuda::PipelineConfig cfg = cuda::config_for(r, claimed_profile(), 0);
     cfg.deviation = spec_.deviation;
-    cuda::MoePipeline p(cfg);
-    p.upload_case(c);
-    p.run();
-
-    const int64_t T = cfg.tokens;
-    std::vector<int64_t> tokens(static_cast<size_t>(T));
-    for (int64_t t = 0; t < T; ++t) tokens[t] = t;
-    // Per routed row: codes (1 byte) and bf16 stages (2 bytes) of H and 3I columns, as floats on the host.
-    const bool stages = T * cfg.routed_slots() * (2 * cfg.hidden + 3 * cfg.inter) * 4 <= kMaxExposedBytes;
-    out = cuda::pipeline_result(p, tokens, stages);
+    out = cuda::run_whole_case(cfg, c);
   }
 
  private:

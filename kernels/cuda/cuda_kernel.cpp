@@ -17,9 +17,6 @@ namespace moefuzz {
 namespace {
 
 constexpr const char* kProfileName = "sglang-cutlass-fp4";
-// Exposing every stage costs a copy of each intermediate; above this the kernel returns the output
-// and routing only (the GPU tests read sampled rows through cuda::pipeline_result instead).
-constexpr int64_t kMaxExposedBytes = int64_t{1} << 30;
 
 // The contract this kernel implements: the profile table's row (core/profile.cpp).
 const Profile& claimed_profile() { return profile_by_name(kProfileName); }
@@ -48,15 +45,7 @@ class CudaKernel final : public Kernel {
     if (!why.empty()) throw InputError(why);
     cuda::PipelineConfig cfg = cuda::config_for(r, claimed_profile(), opts.tactic);
     cfg.deviation = spec_.deviation;
-    cuda::MoePipeline p(cfg);
-    p.upload_case(c);
-    p.run();
-
-    const int64_t T = cfg.tokens;
-    std::vector<int64_t> tokens(static_cast<size_t>(T));
-    for (int64_t t = 0; t < T; ++t) tokens[t] = t;
-    const bool stages = T * cfg.routed_slots() * (2 * cfg.hidden + 3 * cfg.inter) * 4 <= kMaxExposedBytes;
-    out = cuda::pipeline_result(p, tokens, stages);
+    out = cuda::run_whole_case(cfg, c);
   }
 
  private:

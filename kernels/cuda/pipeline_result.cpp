@@ -5,6 +5,10 @@
 namespace moefuzz::cuda {
 namespace {
 
+// Exposing every stage costs a host copy of each intermediate; above this a whole-case run returns
+// the output and routing only.
+constexpr int64_t kMaxExposedBytes = int64_t{1} << 30;
+
 std::vector<float> widen(const std::vector<uint16_t>& v) {
   std::vector<float> f(v.size());
   for (size_t i = 0; i < v.size(); ++i) f[i] = bf16_to_float(v[i]);
@@ -78,6 +82,18 @@ LayerResult pipeline_result(const MoePipeline& p, const std::vector<int64_t>& to
     out.shared_output = widen(p.download_gemm2_rows(shared_rows));
   }
   return out;
+}
+
+LayerResult run_whole_case(const PipelineConfig& cfg, const Case& c) {
+  MoePipeline p(cfg);
+  p.upload_case(c);
+  p.run();
+  const int64_t T = cfg.tokens;
+  std::vector<int64_t> tokens(static_cast<size_t>(T));
+  for (int64_t t = 0; t < T; ++t) tokens[t] = t;
+  // Per routed row: codes (1 byte) and bf16 stages (2 bytes) of H and 3I columns, as floats on the host.
+  const bool stages = T * cfg.routed_slots() * (2 * cfg.hidden + 3 * cfg.inter) * 4 <= kMaxExposedBytes;
+  return pipeline_result(p, tokens, stages);
 }
 
 }  // namespace moefuzz::cuda

@@ -23,4 +23,9 @@ namespace moefuzz::cuda {
 // intermediate stages (a copy of each; without them the result holds routing and output only).
 LayerResult pipeline_result(const MoePipeline& p, const std::vector<int64_t>& tokens, bool stages);
 
+// What the `cuda` and `cuda-fp8` kernels return for a whole case: upload, run, then every token's
+// result, with the intermediate stages while their host copies stay within 1 GiB (above that, routing
+// and output only; the GPU tests read sampled rows through pipeline_result instead).
+LayerResult run_whole_case(const PipelineConfig& cfg, const Case& c);
+
 }  // namespace moefuzz::cuda
