@@ -39,6 +39,10 @@ struct ModelShape {
   bool renormalize;
   double rsf;
   double swiglu_limit;
+  double swiglu_alpha = 1.0, swiglu_beta = 0.0;
+  // The checkpoint's weights are MXFP4 (gpt-oss): half the model's cases are drawn W4A16 with MXFP4
+  // weights, as every Hopper path runs it (SPEC-formats.md §3.4-3.5).
+  bool mxfp4_checkpoint = false;
 };
 
 const std::vector<ModelShape>& models() {
@@ -78,6 +82,19 @@ const std::vector<ModelShape>& models() {
        true,
        1.5,
        10.0},
+      // gpt-oss-120b (SPEC-formats.md §3.4: gpt_oss/torch/model.py): softmax over the top-4 logits (the
+      // renormalized softmax), no routed scale, SwiGLU clamped at 7 with alpha 1.702 and (up + 1). Its
+      // expert biases are not modelled (a recipe's experts have none).
+      {"gpt-oss",
+       {.tokens = 4, .hidden = 2880, .inter = 2880, .experts = 128, .top_k = 4},
+       RoutingMode::kSoftmax,
+       ScoreFunc::kSoftmax,
+       true,
+       1.0,
+       7.0,
+       1.702,
+       1.0,
+       true},
   };
   return m;
 }
@@ -218,11 +235,11 @@ void draw_value_corner(CaseRecipe& r) {
 // the float sentinel of M4), 253 or 254 (6 x 2^126 = Inf in fp32); one MXFP4 case in four gets such a
 // corner in a random block scale too. Codes 0 and 0xFF, where the Hopper
 // paths' decodes differ (§3.3), come only from explicit edits.
-void draw_weight_format(CaseRecipe& r) {
+void draw_weight_format(CaseRecipe& r, bool mxfp4_checkpoint = false) {
   if (r.quant.activations != ActivationFormat::kBf16) return;
-  const bool bf16 = *one_of<bool>({false, true});
-  const bool mxfp4 = !bf16 && *one_of<bool>({false, true}) && r.shape.hidden % kMxfp4BlockSize == 0 &&
-                     r.shape.inter % kMxfp4BlockSize == 0;
+  const bool bf16 = !mxfp4_checkpoint && *one_of<bool>({false, true});
+  const bool mxfp4 = !bf16 && (mxfp4_checkpoint || *one_of<bool>({false, true})) &&
+                     r.shape.hidden % kMxfp4BlockSize == 0 && r.shape.inter % kMxfp4BlockSize == 0;
   if (!bf16 && !mxfp4) return;
   r.quant.weights = bf16 ? WeightFormat::kBf16 : WeightFormat::kMxfp4;
   r.quant.gate_up_scale_ratio = 1.0;
@@ -382,6 +399,8 @@ rc::Gen<CaseRecipe> model(std::string_view name, int64_t max_case_bytes) {
     r.routing.routed_scaling_factor = m.rsf;
     r.swiglu = Swiglu{};
     r.swiglu.limit = m.swiglu_limit;
+    r.swiglu.alpha = m.swiglu_alpha;
+    r.swiglu.beta = m.swiglu_beta;
     // Production serves both shared-expert placements (SGLang fuses the shared expert into an extra
     // top-k slot, others add it after the routed sum): draw either where the model has one.
     r.routing.shared_fusion = m.shape.shared_experts > 0
@@ -390,7 +409,10 @@ rc::Gen<CaseRecipe> model(std::string_view name, int64_t max_case_bytes) {
     // DeepSeek-V3's noaux_tc routing always adds e_score_correction_bias (SPEC.md §2.1).
     if (m.mode == RoutingMode::kSigmoidGrouped) r.routing.correction_bias = true;
     if (m.mode == RoutingMode::kHash) r.values.table = TableProfile::kDuplicates;
-    draw_weight_format(r);  // last: every earlier field stays
+    // An MXFP4 checkpoint is served W4A16: half its cases take that format (bf16 activations).
+    const bool checkpoint_format = m.mxfp4_checkpoint && *one_of<bool>({false, true});
+    if (checkpoint_format) r.quant.activations = ActivationFormat::kBf16;
+    draw_weight_format(r, checkpoint_format);  // last: every earlier field stays
     if (r.quant.weights == WeightFormat::kBf16) r.shape.experts = bf16_experts;
     if (r.quant.weights == WeightFormat::kMxfp4) r.shape.experts = mx_experts;
     // FP8 where the model's H and I are multiples of 128 (DeepSeek-V3, Qwen3; not gpt-oss's 2880).

@@ -314,6 +314,21 @@ TEST(ModelGenerators, ProduceTheRealShapes) {
     EXPECT_EQ(r.routing.routed_scaling_factor, 1.5);
     EXPECT_EQ(r.swiglu.limit, 10.0);
   }
+  // gpt-oss: its MXFP4 checkpoint served W4A16 in at least a third of the draws, the clamped SwiGLU.
+  const auto oss = draws(gen::model("gpt-oss"), 60);
+  for (const auto& r : oss) {
+    EXPECT_TRUE(validate(r).empty()) << validate(r);
+    EXPECT_EQ(r.shape.hidden, 2880);
+    EXPECT_EQ(r.shape.top_k, 4);
+    EXPECT_EQ(r.routing.mode, RoutingMode::kSoftmax);
+    EXPECT_EQ(r.swiglu, (Swiglu{.limit = 7.0, .alpha = 1.702, .beta = 1.0}));
+  }
+  EXPECT_GE(count(oss,
+                  [](const CaseRecipe& r) {
+                    return r.quant.weights == WeightFormat::kMxfp4 &&
+                           r.quant.activations == ActivationFormat::kBf16;
+                  }),
+            20);
   // Shared experts of the models are drawn fused and separate.
   const auto v3 = draws(gen::model("deepseek-v3"), 200);
   EXPECT_GT(count(v3, [](const CaseRecipe& r) { return r.routing.shared_fusion == SharedFusion::kFused; }),
@@ -322,7 +337,7 @@ TEST(ModelGenerators, ProduceTheRealShapes) {
             0);
   // kModel draws every model.
   const auto any = draws(gen::recipe(gen::ShapeClass::kModel), 200);
-  for (int64_t e : {256, 128, 8})
+  for (int64_t e : {256, 128, 8})  // (gpt-oss's 128 is qwen3-moe's too)
     EXPECT_GT(count(any, [e](const CaseRecipe& r) { return r.shape.experts == e; }), 0);
 }
 
