@@ -229,6 +229,7 @@ Profile vllm() {
   p.shared_fused_weight_inv_rsf = true;
   p.sigmoid_form = SigmoidForm::kReciprocal;
   p.fast_math_exp = false;
+  p.silu_may_round_bf16 = true;
   p.fp8_act_quant = Fp8GroupQuantVariant::kVllmCuda;
   p.fp8_mma_accum_bits = kHopperFp8MmaAccumBits;
   p.fp8_dots_per_block = 2;
@@ -242,6 +243,9 @@ Profile vllm() {
       "moe_topk_softmax_kernels.cu) [SPEC 2.2]",
       "rsf_in_topk=false, renorm_epsilon 0, per-expert scales, bf16 combine products: [UNVERIFIED] not in "
       "SPEC.md; the rsf placement is exactly what BUGZOO Z1 (vllm-project/vllm PR 45037) got wrong",
+      "silu_may_round_bf16: vllm-project/vllm csrc/activation_kernels.cu silu_and_mul (silu_kernel returns "
+      "T, the multiply runs in T: h = bf16(bf16(silu(g)) * u)), which fused_moe's bf16 and FP8 Triton paths "
+      "call [SPEC-formats 1.5, 2.2]",
       "fp8_act_quant vllm_cuda (IEEE): vllm-project/vllm csrc/quantization/w8a8/fp8/per_token_group_quant.cu "
       "(per_token_group_quant_fp8 on CUDA) [SPEC-formats 1.2]",
       "fp8_mma_accum_bits 13 (measured wgmma), fp8_dots_per_block 2, fp8_scale_order triton: "
