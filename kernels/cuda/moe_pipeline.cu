@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/errors.h"
+#include "core/fp8_group_quant.h"
 #include "core/swizzle.h"
 #include "kernels/cuda/launch.h"
 
@@ -78,8 +79,9 @@ std::string fp8_unsupported_reason(const CaseRecipe& r, const Profile& p) {
   if (p.fp8_mma_accum_bits > kHopperFp8MmaAccumBits)
     return "cuda-fp8: the FP8 tensor core keeps fewer accumulator bits than the profile claims";
   if (std::string why = shared_stages_reason(p); !why.empty()) return prefixed("cuda-fp8", why);
-  if (r.shape.hidden % 128 != 0 || r.shape.inter % 128 != 0 || r.shape.hidden < 128 || r.shape.inter < 128)
-    return "cuda-fp8: hidden and inter must be positive multiples of 128";
+  if (r.shape.hidden % kFp8WeightBlock != 0 || r.shape.inter % kFp8WeightBlock != 0 ||
+      r.shape.hidden < kFp8WeightBlock || r.shape.inter < kFp8WeightBlock)
+    return "cuda-fp8: hidden and inter must be positive multiples of 128 (the weight scale block)";
   return prefixed("cuda-fp8", routing_shape_reason(r));
 }
 
@@ -175,8 +177,8 @@ struct MoePipeline::Impl {
     w13_sf = device_alloc<uint8_t>(owned, X * w13_sf_per_expert);
     w2 = device_alloc<uint8_t>(owned, X * H * (c.fp8 ? I : I / 2));
     w2_sf = device_alloc<uint8_t>(owned, X * w2_sf_per_expert);
-    w13_fp8_scale = device_alloc<float>(owned, f8 * X * (2 * I / 128) * (H / 128));
-    w2_fp8_scale = device_alloc<float>(owned, f8 * X * (H / 128) * (I / 128));
+    w13_fp8_scale = device_alloc<float>(owned, f8 * X * (2 * I / kFp8WeightBlock) * (H / kFp8WeightBlock));
+    w2_fp8_scale = device_alloc<float>(owned, f8 * X * (H / kFp8WeightBlock) * (I / kFp8WeightBlock));
     a1q = device_alloc<float>(owned, X);
     a2q = device_alloc<float>(owned, X);
     alpha1 = device_alloc<float>(owned, 2 * X);
@@ -208,14 +210,14 @@ struct MoePipeline::Impl {
     b.a1_sf = device_alloc<uint8_t>(owned, nv * sf_bytes_128x4(rows, H / 16));
     b.a1_dq = device_alloc<uint16_t>(owned, nv * rows * H);
     b.a1_fp8 = device_alloc<uint8_t>(owned, f8 * rows * H);
-    b.a1_fp8_scale = device_alloc<float>(owned, f8 * rows * (H / 128));
+    b.a1_fp8_scale = device_alloc<float>(owned, f8 * rows * (H / kFp8ActivationGroup));
     b.g1 = device_alloc<uint16_t>(owned, rows * 2 * I);
     b.act = device_alloc<uint16_t>(owned, rows * I);
     b.a2_packed = device_alloc<uint8_t>(owned, nv * rows * I / 2);
     b.a2_sf = device_alloc<uint8_t>(owned, nv * sf_bytes_128x4(rows, I / 16));
     b.a2_dq = device_alloc<uint16_t>(owned, nv * rows * I);
     b.a2_fp8 = device_alloc<uint8_t>(owned, f8 * rows * I);
-    b.a2_fp8_scale = device_alloc<float>(owned, f8 * rows * (I / 128));
+    b.a2_fp8_scale = device_alloc<float>(owned, f8 * rows * (I / kFp8ActivationGroup));
     b.y = device_alloc<uint16_t>(owned, rows * H);
     b.out = device_alloc<uint16_t>(owned, T * H);
   }
@@ -270,8 +272,8 @@ struct MoePipeline::Impl {
   // block scales [X][2I/128][H/128] and [X][H/128][I/128] (the halves of w13 stacked like the codes).
   void upload_fp8_weights(const Case& c) {
     const int64_t H = cfg.hidden, I = cfg.inter, X = cfg.total_experts();
-    const int64_t half_codes = I * H, half_scales = (I / 128) * (H / 128),
-                  down_scales = (H / 128) * (I / 128);
+    const int64_t half_codes = I * H, half_scales = (I / kFp8WeightBlock) * (H / kFp8WeightBlock),
+                  down_scales = (H / kFp8WeightBlock) * (I / kFp8WeightBlock);
     std::vector<uint8_t> w13_codes(static_cast<size_t>(X * 2 * half_codes)),
         w2_codes(static_cast<size_t>(X * H * I));
     std::vector<float> w13_scales(static_cast<size_t>(X * 2 * half_scales)),
@@ -279,9 +281,10 @@ struct MoePipeline::Impl {
     for (int64_t e = 0; e < X; ++e) {
       const Fp8ExpertWeights& ew = c.experts[static_cast<size_t>(e)].fp8;
       const auto fits = [](const Fp8BlockQuantized& m, int64_t rows, int64_t cols) {
-        return m.rows == rows && m.cols == cols && m.scale_rows == rows / 128 && m.scale_cols == cols / 128 &&
+        return m.rows == rows && m.cols == cols && m.scale_rows == rows / kFp8WeightBlock &&
+               m.scale_cols == cols / kFp8WeightBlock &&
                static_cast<int64_t>(m.codes.size()) == rows * cols &&
-               static_cast<int64_t>(m.scales.size()) == (rows / 128) * (cols / 128);
+               static_cast<int64_t>(m.scales.size()) == (rows / kFp8WeightBlock) * (cols / kFp8WeightBlock);
       };
       if (!fits(ew.gate, I, H) || !fits(ew.up, I, H) || !fits(ew.down, H, I))
         throw InputError("cuda-fp8 kernel: case tensor 'experts' (FP8 shapes) has the wrong size");
@@ -508,7 +511,7 @@ int64_t MoePipeline::gemm_min_bytes() const {
   for (int32_t n : count) {
     rows += n;
     if (n > 0 && c.fp8)  // one byte a code, one fp32 scale a 128x128 block
-      bytes += 3 * c.inter * c.hidden + 3 * (c.inter / 128) * (c.hidden / 128) * 4;
+      bytes += 3 * c.inter * c.hidden + 3 * (c.inter / kFp8WeightBlock) * (c.hidden / kFp8WeightBlock) * 4;
     else if (n > 0)
       bytes += 2 * c.inter * (c.hidden / 2) + impl_->w13_sf_per_expert + c.hidden * (c.inter / 2) +
                impl_->w2_sf_per_expert;
