@@ -182,6 +182,12 @@ uint64_t content_hash(const Case& c) {
       h.matrix(w.up);
       h.matrix(w.down);
     }
+    // Only biased cases hash their biases, so every other case keeps its pinned hash.
+    if (c.recipe.expert_bias) {
+      h.floats(w.gate_bias);
+      h.floats(w.up_bias);
+      h.floats(w.down_bias);
+    }
   }
   h.floats(c.a1_scale);
   h.floats(c.a2_scale);

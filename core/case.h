@@ -26,6 +26,7 @@
 //   gate.mx_scale / up.mx_scale / down.mx_scale [expert, row, block of 32] E8M0 byte 0..255 (mxfp4)
 //   gate.fp8_code / up.fp8_code / down.fp8_code [expert, row, col] E4M3 byte 0..255 (fp8_block)
 //   gate.fp8_scale / up.fp8_scale / down.fp8_scale [expert, row block, col block] fp32 (fp8_block)
+//   gate.b / up.b [expert, row of I] / down.b [expert, row of H] bias (expert_bias; rounded to bf16)
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -72,6 +73,10 @@ struct ExpertWeights {
   Bf16ExpertWeights bf16;  // empty unless weight_format bf16
   Mxfp4ExpertWeights mx;   // empty unless weight_format mxfp4
   Fp8ExpertWeights fp8;    // empty unless weight_format fp8_block
+  // Biases (recipe expert_bias; empty otherwise): bf16 values as fp32, added to the GEMM's fp32
+  // accumulator before its rounding point. gate_bias and up_bias [I] (gpt-oss's interleaved b1, split),
+  // down_bias [H] (b2, before the routing weight).
+  std::vector<float> gate_bias, up_bias, down_bias;
   bool operator==(const ExpertWeights&) const = default;
 };
 

@@ -135,6 +135,16 @@ void apply_edit(Case& c, const Edit& e, size_t number) {
         m.scale(e.index[1], e.index[2]) = static_cast<float>(e.value);
       return;
     }
+    if (field == "b") {
+      const auto bias_of = [&](ExpertWeights& w) -> std::vector<float>& {
+        return matrix == "gate" ? w.gate_bias : matrix == "up" ? w.up_bias : w.down_bias;
+      };
+      const int64_t len = experts > 0 ? size_of(bias_of(c.experts[0]).size()) : 0;
+      checked_offset(e, number, {len > 0 ? experts : 0, len});
+      bias_of(c.experts[static_cast<size_t>(e.index[0])])[static_cast<size_t>(e.index[1])] =
+          bf16_to_float(bf16_from_float(static_cast<float>(e.value)));
+      return;
+    }
     if (field == "global") {
       const size_t at = checked_offset(e, number, {experts});
       matrix_of(c.experts[at], matrix).global_dequant = static_cast<float>(e.value);

@@ -375,12 +375,67 @@ Profile flashinfer_reference() {
   return p;
 }
 
+// gpt-oss on Hopper through triton_kernels' matmul_ogs (vLLM Mxfp4Backend.TRITON, SGLang's
+// triton_kernels runner): MXFP4 weights upcast to bf16, bf16 WGMMA with an fp32 accumulator, bias and
+// SwiGLU fused into GEMM1's epilogue, the routing weight into GEMM2's, an fp32 finalize sum.
+Profile triton_matmul_ogs() {
+  Profile p;
+  p.name = "triton-matmul-ogs";
+  p.summary =
+      "triton_kernels matmul_ogs (gpt-oss MXFP4 W4A16 on Hopper): interleaved w13, fp32 GEMM1 into the "
+      "fused SwiGLU, bf16(acc*w) epilogue, fp32 finalize";
+  p.w13_order = W13Order::kInterleaved;
+  p.rsf_in_topk = false;
+  p.routing_weight_dtype = WeightDtype::kFp32;
+  p.renorm_epsilon = 0.0;
+  p.tie_rule = TieRule::kLowerIndexWins;
+  p.bf16_after_gemm1 = false;
+  p.bf16_after_activation = true;
+  p.silu_may_round_bf16 = false;
+  p.bf16_after_gemm2 = false;
+  p.bf16_output = true;
+  p.combine = CombineAccum::kBf16EpilogueProducts;
+  p.fast_math_exp = true;
+  p.sources = {
+      "w13_order interleaved: openai/gpt-oss gpt_oss/torch/model.py swiglu (gate = h1[..., ::2], lin = "
+      "h1[..., 1::2]); triton-lang/triton python/triton_kernels/triton_kernels/swiglu_details/_swiglu.py "
+      "_swiglu_fn (the fused activation of matmul_ogs) splits the same interleaved column pairs "
+      "[SPEC-formats 3.4, 3.5a]",
+      "routing: triton-lang/triton python/triton_kernels/triton_kernels/routing.py routing(logits, k, "
+      "sm_first=False) -> topk(apply_softmax=True): top-k of the logits, then softmax over the k in fp32 "
+      "(topk_details/_topk_forward.py, tl.softmax(y.to(float32)).to(x_dtype)), no epsilon; gate_scal has "
+      "the logits' dtype (fp32 as moefuzz passes them; a bf16 router gives bf16 weights) [SPEC-formats 3.4]",
+      "tie_rule lower index: triton_kernels topk_details/_topk_forward.py indx_to_key (N_EXPTS_PAD - indx: "
+      "'stable top-k tie-breaks to value with smaller index')",
+      "fast_math_exp: tl.softmax in the top-k kernel, and the fused SwiGLU's exp_ftz (ex2.approx.ftz.f32) "
+      "and division (swiglu_details/_swiglu.py), are not IEEE [SPEC-formats 3.5a]",
+      "rsf_in_topk=false: matmul_ogs has no routed scaling factor (gpt-oss has none, 1.0); a caller that "
+      "had one would scale the finalized output [UNVERIFIED for rsf != 1]",
+      "bf16_after_gemm1=false, bf16_after_activation: triton_kernels matmul_ogs_details/_matmul_ogs.py "
+      "epilogue: acc (fp32, bf16 WGMMA) + bias, then the fused swiglu on the fp32 values, stored bf16 "
+      "[SPEC-formats 3.5a]",
+      "silu_may_round_bf16=false: triton_kernels swiglu_details/_swiglu.py compute_swiglu: s = gate / (1 + "
+      "exp(-alpha gate)) in fp32, out = fma(s, lin, s) = s (lin + 1): beta is 1, as gpt-oss's [SPEC-formats "
+      "3.5a]",
+      "bf16_after_gemm2=false, combine bf16(acc*w) + fp32 sum: _matmul_ogs.py GEMM2 epilogue acc * gammas "
+      "(the routing weights) stored bf16 per slot (split_k = 1 on Hopper: vllm-project/vllm#30528, "
+      "sgl-project/sglang#16014); _finalize_matmul.py fp32 tl.sum over the active slots, one cast "
+      "[SPEC-formats 3.5a]",
+      "quantizer, zero_scale_rule, per_expert_act_scales, fp8_*: unused (W4A16: bf16 activations, MXFP4 "
+      "weights); the built-in defaults [SPEC-formats 3.4]",
+      "sigmoid_form, bias_dtype: unused (softmax routing, no correction bias) [SPEC-formats 3.4]",
+      "expert biases (b1 before the SwiGLU, b2 before the routing weight, fp32 in vLLM) are a layer "
+      "property, not the profile's: recipe expert_bias [SPEC-formats 3.4, 3.5a]",
+  };
+  return p;
+}
+
 }  // namespace
 
 const std::vector<Profile>& all_profiles() {
   static const std::vector<Profile> profiles = {
-      sglang_triton(), sglang_cutlass_fp4(), flashinfer_cutlass(),   trtllm_gen(),
-      vllm(),          deepseek_ref(),       flashinfer_reference(), vllm_deepgemm()};
+      sglang_triton(), sglang_cutlass_fp4(),   flashinfer_cutlass(), trtllm_gen(),       vllm(),
+      deepseek_ref(),  flashinfer_reference(), vllm_deepgemm(),      triton_matmul_ogs()};
   return profiles;
 }
 

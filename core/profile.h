@@ -20,7 +20,9 @@
 
 namespace moefuzz {
 
-enum class W13Order : uint8_t { kGateUp, kUpGate };
+// The layout of a backend's fused w13 (gate and up) weights: halves [gate; up] or [up; gate], or rows
+// interleaved (row 2i gate row i, row 2i + 1 up row i: gpt-oss checkpoints, triton_kernels' fused SwiGLU).
+enum class W13Order : uint8_t { kGateUp, kUpGate, kInterleaved };
 enum class WeightDtype : uint8_t { kFp32, kBf16 };
 enum class QuantizerVariant : uint8_t {
   kFastMath,   // FlashInfer/TRT-LLM default: rcp.approx, SPEC.md §1.5 step 2-3

@@ -11,7 +11,9 @@ nlohmann::json profile_json(const Profile& p) {
   return {
       {"name", p.name},
       {"summary", p.summary},
-      {"w13_order", p.w13_order == W13Order::kUpGate ? "up_gate" : "gate_up"},
+      {"w13_order", p.w13_order == W13Order::kUpGate        ? "up_gate"
+                    : p.w13_order == W13Order::kInterleaved ? "interleaved"
+                                                            : "gate_up"},
       {"rsf_in_topk", p.rsf_in_topk},
       {"routing_weight_dtype", dtype(p.routing_weight_dtype)},
       {"renorm_epsilon", p.renorm_epsilon},

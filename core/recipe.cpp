@@ -148,6 +148,11 @@ std::optional<RecipeIssue> check_quant_and_swiglu(const CaseRecipe& r) {
                  "fp8_group activations need fp8_block weights (weight_format fp8_block): W8A8 only");
   if (!fp8 && r.quant.fp8_ue8m0)
     return issue("fp8_scales", "ue8m0 applies to FP8 block scales; it needs weight_format fp8_block");
+  if (r.expert_bias && r.quant.weights != WeightFormat::kBf16 && r.quant.weights != WeightFormat::kMxfp4)
+    return issue("expert_bias",
+                 fmt::format("expert biases are modelled with bf16 or mxfp4 weights (W16A16, W4A16: the "
+                             "gpt-oss layers that carry them), not weight_format {}",
+                             name_of(r.quant.weights)));
   if (r.quant.weights == WeightFormat::kMxfp4) {
     // One E8M0 scale per 32 elements along K (H for gate/up, I for down); triton_kernels requires
     // K % 32 == 0 (SPEC-formats.md §3.2), so partial blocks are not modelled.
@@ -255,6 +260,7 @@ std::vector<EditTarget> edit_targets(const CaseRecipe& r) {
   const int64_t bf16 = r.quant.weights == WeightFormat::kBf16 ? all : 0;
   const int64_t mx = r.quant.weights == WeightFormat::kMxfp4 ? all : 0;
   const int64_t fp8 = r.quant.weights == WeightFormat::kFp8Block ? all : 0;
+  const int64_t biased = r.expert_bias ? all : 0;
   const auto blocks = [](int64_t n) { return n / kFp8WeightBlock + (n % kFp8WeightBlock != 0 ? 1 : 0); };
   using K = EditValueKind;
   // New targets go at the end: fuzz inputs name a target by its index in this list.
@@ -290,6 +296,9 @@ std::vector<EditTarget> edit_targets(const CaseRecipe& r) {
       {"gate.fp8_scale", {fp8, blocks(i), blocks(h)}, K::kReal},  // fp32 multiplier per 128x128 block
       {"up.fp8_scale", {fp8, blocks(i), blocks(h)}, K::kReal},
       {"down.fp8_scale", {fp8, blocks(h), blocks(i)}, K::kReal},
+      {"gate.b", {biased, i}, K::kReal},  // expert_bias: bf16 values (rounded to bf16)
+      {"up.b", {biased, i}, K::kReal},
+      {"down.b", {biased, h}, K::kReal},
   };
 }
 

@@ -146,6 +146,11 @@ struct CaseRecipe {
   Routing routing;
   Quantization quant;
   Swiglu swiglu;
+  // Per-expert biases of both GEMMs (gpt-oss: `h1 = W1 t + b1`, `y = W2 a + b2`, SPEC-formats.md §3.4):
+  // gate and up biases [I] added to GEMM1's fp32 accumulator, the down bias [H] to GEMM2's, each before
+  // that GEMM's rounding point (and b2 before the routing weight). bf16 values, as checkpoints store
+  // them. Only with bf16 or MXFP4 weights (W16A16, W4A16); recipe key `expert_bias = true`.
+  bool expert_bias = false;
   ValueProfile values;
   std::vector<Edit> edits;
   ExternalTensors files;

@@ -281,6 +281,9 @@ const std::vector<Field>& fields() {
       MOEFUZZ_FIELD("swiglu_limit", swiglu.limit, "activation (SwiGLU clamp)"),
       MOEFUZZ_FIELD("swiglu_alpha", swiglu.alpha),
       MOEFUZZ_FIELD("swiglu_beta", swiglu.beta),
+      // Written only when true, so a recipe without expert biases prints as it always did.
+      present_when(MOEFUZZ_FIELD("expert_bias", expert_bias),
+                   [](const CaseRecipe& r) { return r.expert_bias; }),
       MOEFUZZ_FIELD("values.logits", values.logits, "value profiles"),
       MOEFUZZ_FIELD("values.bias", values.bias),
       MOEFUZZ_FIELD("values.table", values.table),

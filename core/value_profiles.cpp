@@ -532,9 +532,24 @@ HashRoutingTables draw_hash_routing(const CaseRecipe& r) {
   return out;
 }
 
+// Expert biases (recipe expert_bias): bf16 values normal(0, 1) x 2^s, s in [-8, 2] per expert and
+// matrix (from negligible beside a GEMM's output to dominating it); one expert in eight has all-zero
+// biases (present but zero: a kernel that adds them wrongly cannot show it there, one that reads
+// the wrong expert's can). Counter-based per element, so a shrunk H or I keeps the leading values.
+std::vector<float> draw_expert_bias(const Stream& s, int64_t n, bool zero) {
+  std::vector<float> b(static_cast<size_t>(n), 0.0f);
+  if (zero) return b;
+  const int exponent = static_cast<int>(s.uniform_int(0, -8, 2));
+  const Stream values = s.child("values");
+  for (int64_t i = 0; i < n; ++i)
+    b[static_cast<size_t>(i)] =
+        round_to_bf16(static_cast<float>(std::ldexp(values.normal(static_cast<uint64_t>(i)), exponent)));
+  return b;
+}
+
 ExpertWeights draw_expert_weights(const CaseRecipe& r, int64_t expert) {
   const int64_t h = r.shape.hidden, i = r.shape.inter;
-  ExpertWeights w{Nvfp4Matrix(i, h), Nvfp4Matrix(i, h), Nvfp4Matrix(h, i), {}, {}, {}};
+  ExpertWeights w{Nvfp4Matrix(i, h), Nvfp4Matrix(i, h), Nvfp4Matrix(h, i), {}, {}, {}, {}, {}, {}};
   const uint64_t e = static_cast<uint64_t>(expert);
   const auto matrix_stream = [&](std::string_view name) {
     return Stream(mix64(derive_seed(r.seed, name) ^ mix64(e)));
@@ -579,6 +594,12 @@ ExpertWeights draw_expert_weights(const CaseRecipe& r, int64_t expert) {
              fp8_weights_from(w.up, matrix_stream("weights.up.fp8"), r.values.weights, ue8m0),
              fp8_weights_from(w.down, matrix_stream("weights.down.fp8"), r.values.weights, ue8m0)};
     w.gate = w.up = w.down = Nvfp4Matrix();
+  }
+  if (r.expert_bias) {
+    const bool zero = matrix_stream("bias.zero").uniform_int(0, 0, 7) == 0;
+    w.gate_bias = draw_expert_bias(matrix_stream("bias.gate"), i, zero);
+    w.up_bias = draw_expert_bias(matrix_stream("bias.up"), i, zero);
+    w.down_bias = draw_expert_bias(matrix_stream("bias.down"), h, zero);
   }
   return w;
 }

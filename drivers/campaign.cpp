@@ -175,6 +175,11 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
                                   name_of(*o.weight_format));
       return d;
     }
+    if (o.expert_bias_only && !d.recipe.expert_bias) {
+      d.kind = DrawnCase::Kind::kUnsupported;
+      d.unsupported = "no expert biases (--expert-bias)";
+      return d;
+    }
     const Kernel& k = kernel_of(w);
     std::optional<Verdict> supports_fault;
     const std::string invalid = validate(d.recipe);

@@ -352,6 +352,8 @@ class Shrinker {
     to_default(
         [](CaseRecipe & c) -> auto& { return c.routing.vocab; }, "vocab");
     to_default(
+        [](CaseRecipe & c) -> auto& { return c.expert_bias; }, "expert_bias");
+    to_default(
         [](CaseRecipe & c) -> auto& { return c.quant.act_scales; }, "act_scales");
     to_default(
         [](CaseRecipe & c) -> auto& { return c.quant.activations; }, "activations");

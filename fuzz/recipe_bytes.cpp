@@ -145,6 +145,9 @@ bool clamp_to_limits(CaseRecipe& r, const ShapeLimits& lim) {
       r.quant.fp8_ue8m0 = false;
     }
   }
+  // Expert biases exist with bf16 and MXFP4 weights only (the W16A16 / W4A16 layers of gpt-oss).
+  if (r.quant.weights != WeightFormat::kBf16 && r.quant.weights != WeightFormat::kMxfp4)
+    r.expert_bias = false;
   s.experts = clamp64(s.experts, 1, lim.max_experts);
   s.shared_experts = clamp64(s.shared_experts, 0, lim.max_shared);
   if (ro.shared_fusion == SharedFusion::kFused && s.shared_experts == 0)
@@ -213,9 +216,11 @@ CaseRecipe decode_recipe_bytes(std::span<const uint8_t> bytes) {
   r.quant.gate_up_scale_ratio = kRatios[in.u8() % kRatios.size()];
   // bf16 weights (W16A16) where the activations are bf16 and flag bit 6 is set.
   // MXFP4 weights (W4A16) where they are bf16, flag bit 6 is clear and bit 7 set.
+  // Bit 5 (per-expert activation scales, which W16A16 and W4A16 do not read) then adds expert biases.
   if ((flags & 16) && (flags & (64 | 128))) {
     r.quant.weights = (flags & 64) ? WeightFormat::kBf16 : WeightFormat::kMxfp4;
     r.quant.gate_up_scale_ratio = 1.0;
+    r.expert_bias = (flags & 32) != 0;
   }
   // FP8 block W8A8 where the activations would be NVFP4 (bit 4 clear) and bits 6 and 7 are both set;
   // bit 5 (per-expert activation scales, which FP8 does not read) then selects UE8M0 scales.

@@ -46,6 +46,7 @@ uint64_t case_fingerprint(const Case& c) {
       f.add(m->codes);
       f.add(m->scales);
     }
+    for (const std::vector<float>* b : {&e.gate_bias, &e.up_bias, &e.down_bias}) f.add(*b);
   }
   return f.value();
 }

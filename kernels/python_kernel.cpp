@@ -92,7 +92,8 @@ std::string inputs_key(const Case& c) {
 // weights share a key, and the worker would run one case on the other's cached weights (a false
 // finding blamed on the kernel). The assertion fails when ExpertWeights gains a member.
 static_assert(sizeof(ExpertWeights) == 3 * sizeof(Nvfp4Matrix) + sizeof(Bf16ExpertWeights) +
-                                           sizeof(Mxfp4ExpertWeights) + sizeof(Fp8ExpertWeights),
+                                           sizeof(Mxfp4ExpertWeights) + sizeof(Fp8ExpertWeights) +
+                                           3 * sizeof(std::vector<float>),
               "weights_key must hash every weight format of ExpertWeights");
 std::string weights_key(const Case& c) {
   WordHash a(3), b(4);
@@ -117,6 +118,11 @@ std::string weights_key(const Case& c) {
       for (const Fp8BlockQuantized* m : {&e.fp8.gate, &e.fp8.up, &e.fp8.down}) {
         h->add(m->codes), h->add(m->scales);
         const std::vector<int64_t> dims = {m->rows, m->cols};
+        h->add(dims);
+      }
+      for (const std::vector<float>* b : {&e.gate_bias, &e.up_bias, &e.down_bias}) {
+        h->add(*b);
+        const std::vector<int64_t> dims = {static_cast<int64_t>(b->size())};
         h->add(dims);
       }
     }
@@ -145,10 +151,21 @@ WorkerMessage inputs_message(const Case& c, const std::string& key) {
 // mx_codes [E+S, N, K/2] (two E2M1 codes a byte, low nibble = even column, as gpt-oss *.blocks) and
 // mx_scales [E+S, N, K/32] (E8M0 bytes, as gpt-oss *.scales); FP8 block-scaled weights as fp8_codes
 // [E+S, N, K] (E4M3) and fp8_scales [E+S, N/128, K/128] (fp32 multipliers, DeepSeek-V3 weight_scale_inv).
+// Expert biases (recipe expert_bias) as b_gate, b_up [E+S, I] and b_down [E+S, H] (fp32 holding bf16 values).
 WorkerMessage weights_message(const Case& c, const std::string& key) {
   WorkerMessage m;
   m.header = {{"op", "put"}, {"kind", "weights"}, {"key", key}};
   const int64_t n = static_cast<int64_t>(c.experts.size());
+  if (c.recipe.expert_bias && n > 0) {
+    const auto stack_bias = [&](const char* name, auto pick) {
+      std::vector<float> all;
+      for (const ExpertWeights& e : c.experts) all.insert(all.end(), pick(e).begin(), pick(e).end());
+      m.add_tensor(name, "f32", {n, static_cast<int64_t>(pick(c.experts[0]).size())}, all);
+    };
+    stack_bias("b_gate", [](const ExpertWeights& e) -> const std::vector<float>& { return e.gate_bias; });
+    stack_bias("b_up", [](const ExpertWeights& e) -> const std::vector<float>& { return e.up_bias; });
+    stack_bias("b_down", [](const ExpertWeights& e) -> const std::vector<float>& { return e.down_bias; });
+  }
   if (c.recipe.quant.weights == WeightFormat::kBf16) {
     const auto stack_bf16 = [&](const char* name, auto pick) {
       if (n == 0) return;
@@ -234,6 +251,7 @@ struct PythonKernelInfo {
   std::vector<Stage> stages;
   std::vector<std::string> expected_killers;  // a Python mutant's declared killers
   std::vector<std::string> weight_formats;    // the weight formats its stages / layer read (default nvfp4)
+  bool expert_bias = false;                   // its GEMMs add the expert biases (recipe expert_bias)
   bool implements(Stage s) const { return std::find(stages.begin(), stages.end(), s) != stages.end(); }
   bool needs_weights() const { return layer || implements(Stage::kGemm1) || implements(Stage::kGemm2); }
 };
@@ -299,6 +317,9 @@ class PythonKernel : public Kernel {
       return "python: the kernel reads " + format + " weights only if it lists \"" + format +
              "\" in weight_formats (it lists: " + fmt::format("{}", fmt::join(info_.weight_formats, ", ")) +
              ")";
+    if (info_.needs_weights() && recipe.expert_bias && !info_.expert_bias)
+      return "python: the case has expert biases (expert_bias); the kernel adds them only if it sets "
+             "expert_bias = True";
     if (!info_.layer) {
       if (std::string why = cpu::cpu_supports(recipe); !why.empty()) return "CPU stages: " + why;
     }
@@ -443,6 +464,7 @@ class PythonKernel : public Kernel {
       info.has_supports = k.value("supports", false);
       info.expected_killers = k.value("expected_killers", std::vector<std::string>{});
       info.weight_formats = k.value("weight_formats", std::vector<std::string>{"nvfp4"});
+      info.expert_bias = k.value("expert_bias", false);
       for (const json& s : k.at("stages")) {
         const std::string n = s.get<std::string>();
         if (n == "layer") {

@@ -166,6 +166,11 @@ Case pad_dims(const Case& c, int64_t new_hidden, int64_t new_inter) {
     throw std::invalid_argument("pad_dims: FP8 block weights need multiples of 128");
   for (size_t e = 0; e < c.experts.size(); ++e) {
     const ExpertWeights& w = c.experts[e];
+    if (c.recipe.expert_bias) {  // zero biases on the padded rows: their outputs stay 0
+      out.experts[e].gate_bias.resize(static_cast<size_t>(new_inter), 0.0f);
+      out.experts[e].up_bias.resize(static_cast<size_t>(new_inter), 0.0f);
+      out.experts[e].down_bias.resize(static_cast<size_t>(new_hidden), 0.0f);
+    }
     if (fp8) {
       out.experts[e].fp8 = {pad_matrix(w.fp8.gate, new_inter, new_hidden),
                             pad_matrix(w.fp8.up, new_inter, new_hidden),

@@ -36,6 +36,7 @@ struct CheckArgs {
   bool seed_given = false;
   std::string shapes = "small";
   std::string weight_format;  // "" = every drawn recipe
+  bool expert_bias = false;   // only drawn recipes with expert biases
   std::string invariants = "all";
   std::string tier = "standard";
   std::string out;
@@ -92,6 +93,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
          "Check only drawn cases with these weights: nvfp4 | bf16 | mxfp4 | fp8_block (default: every "
          "case)")
       ->check(CLI::IsMember({"nvfp4", "bf16", "mxfp4", "fp8_block"}));
+  cmd->add_flag("--expert-bias", a.expert_bias,
+                "Check only drawn cases with expert biases (gpt-oss's b1, b2; bf16 and MXFP4 weights)");
   cmd->add_option("--invariants", a.invariants, "Comma-separated invariant codes, or all")
       ->capture_default_str();
   cmd->add_option("--tier", a.tier, "standard | large (adds OVF and DRIFT)")
@@ -136,6 +139,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
                         : a.weight_format == "mxfp4"     ? WeightFormat::kMxfp4
                         : a.weight_format == "fp8_block" ? WeightFormat::kFp8Block
                                                          : WeightFormat::kNvfp4;
+    o.expert_bias_only = a.expert_bias;
     o.invariants = select_invariants(a.invariants);
     if (a.tier == "large")
       for (const auto& inv : invariant_registry())

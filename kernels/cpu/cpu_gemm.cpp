@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "core/bf16.h"
@@ -185,11 +186,13 @@ float act_dequant_scale(const std::vector<float>& s_q, int64_t e) {
 
 // One matrix `w` (N = w.rows) for the rows of expert e, writing out[off(r) + col0 + n], where off is
 // the output's index product `product` with row stride ldo. `dense` (non-null for bf16 weights) or
-// `mx` (MXFP4 weights) replaces w and scale_src.
+// `mx` (MXFP4 weights) replaces w and scale_src. `bias` (empty: none) is added to the fp32 result
+// before the rounding point (recipe expert_bias).
 void expert_matmul(const std::vector<int64_t>& rows, const Nvfp4Matrix& w, const Nvfp4Matrix& scale_src,
-                   const Bf16Matrix* dense, const Mxfp4Quantized* mx, float alpha,
-                   const std::function<void(int64_t, ActRow&)>& load, IndexProduct product, int64_t ldo,
-                   int64_t col0, bool round, const CpuConfig& cfg, const Lut& lut, std::vector<float>& out) {
+                   const Bf16Matrix* dense, const Mxfp4Quantized* mx, std::span<const float> bias,
+                   float alpha, const std::function<void(int64_t, ActRow&)>& load, IndexProduct product,
+                   int64_t ldo, int64_t col0, bool round, const CpuConfig& cfg, const Lut& lut,
+                   std::vector<float>& out) {
   const int64_t out_rows = static_cast<int64_t>(out.size()) / ldo;
   const int64_t K = dense ? dense->cols : mx ? mx->cols : w.cols;
   const int64_t N = dense ? dense->rows : mx ? mx->rows : w.rows, nt = tile_n(cfg);
@@ -209,7 +212,8 @@ void expert_matmul(const std::vector<int64_t>& rows, const Nvfp4Matrix& w, const
       for (int64_t j = 0; j < nt && n0 + j < N; ++j) {
         const int64_t idx = cpu_offset(cfg, product, rows[i], ldo, col0 + n0 + j, out_rows);
         if (idx < 0) continue;  // a narrowed offset left the buffer: the store is lost
-        const float y = alpha * acc[j];
+        float y = alpha * acc[j];
+        if (!bias.empty()) y += bias[static_cast<size_t>(n0 + j)];
         out[static_cast<size_t>(idx)] = round ? round_to_bf16(y) : y;
       }
     }
@@ -256,9 +260,13 @@ std::vector<float> cpu_gemm1(const Case& c, const RoutingDecision& route,
       const bool is_up = (half == 0) == up_first;
       const Bf16Matrix* dense = bf16 ? (is_up ? &packed_src.bf16.up : &packed_src.bf16.gate) : nullptr;
       const Mxfp4Quantized* mx = mxfp4 ? (is_up ? &packed_src.mx.up : &packed_src.mx.gate) : nullptr;
+      // M5 mutant (flashinfer#3423): the FC1 bias is accepted but never added.
+      const std::vector<float>& bias = is_up ? packed_src.up_bias : packed_src.gate_bias;
       expert_matmul(by_expert[e], is_up ? packed_src.up : packed_src.gate,
-                    is_up ? scale_src.up : scale_src.gate, dense, mx, is_up ? alpha_up : alpha_gate, load,
-                    IndexProduct::kGemm1Out, 2 * I, is_up ? I : 0, cfg.bf16_after_gemm1, cfg, lut, out);
+                    is_up ? scale_src.up : scale_src.gate, dense, mx,
+                    cfg.dev.fc1_bias_dropped ? std::span<const float>() : std::span<const float>(bias),
+                    is_up ? alpha_up : alpha_gate, load, IndexProduct::kGemm1Out, 2 * I, is_up ? I : 0,
+                    cfg.bf16_after_gemm1, cfg, lut, out);
     }
   });
   return out;
@@ -293,7 +301,7 @@ std::vector<float> cpu_gemm2(const Case& c, const RoutingDecision& route,
     };
     const Bf16Matrix* dense = c.recipe.quant.weights == WeightFormat::kBf16 ? &packed_src.bf16.down : nullptr;
     const Mxfp4Quantized* mx = c.recipe.quant.weights == WeightFormat::kMxfp4 ? &packed_src.mx.down : nullptr;
-    expert_matmul(by_expert[e], packed_src.down, scale_src.down, dense, mx, alpha, load,
+    expert_matmul(by_expert[e], packed_src.down, scale_src.down, dense, mx, packed_src.down_bias, alpha, load,
                   IndexProduct::kGemm2Out, H, 0, cfg.bf16_after_gemm2, down_cfg, lut, out);
   });
   return out;

@@ -60,6 +60,9 @@ void add_cpu_kernels(std::vector<KernelEntry>& out) {
       {"cpu-flashinfer", "flashinfer-cutlass",
        "optimized CPU NVFP4 MoE pipeline (FlashInfer CUTLASS contract)"},
       {"cpu-trtllm", "trtllm-gen", "optimized CPU NVFP4 MoE pipeline (trtllm-gen contract: bf16 weights)"},
+      {"cpu-matmul-ogs", "triton-matmul-ogs",
+       "optimized CPU MoE pipeline (triton_kernels matmul_ogs contract: gpt-oss, interleaved w13, fp32 GEMM1 "
+       "into the SwiGLU)"},
   };
   for (const Builtin& b : builtins)
     out.push_back({b.name, KernelKind::kBuiltin, [b] {

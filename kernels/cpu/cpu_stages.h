@@ -79,6 +79,7 @@ struct CpuDeviation {
   bool ragged_k_tile_dropped = false;         // SPEC-formats B7: bf16 GEMMs skip a ragged last 64-wide K tile
   bool mx_scale_tail_unmasked = false;        // SPEC-formats M1: MXFP4 last scale read as 0xFF (K % 64 != 0)
   bool mx_nan_sentinel_on_float = false;      // SPEC-formats M4: E8M0 NaN tested as decoded == 128
+  bool fc1_bias_dropped = false;              // SPEC-formats M5: FC1 (gate/up) bias accepted, never added
   // FP8 block W8A8 (SPEC-formats.md §4 F-rows; kernels/cpu/cpu_fp8.cpp).
   bool fp8_amax_floor_as_ceiling = false;   // F1: activation amax min(amax, 1e-4) instead of a floor
   bool fp8_ue8m0_to_nearest = false;        // F4: UE8M0 activation scale rounded to the nearest power of 2

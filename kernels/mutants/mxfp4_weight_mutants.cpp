@@ -23,6 +23,17 @@ void add_mxfp4_weight_mutants(std::vector<KernelEntry>& out) {
       "mutant/m4-mx-nan-sentinel-on-float", "SPEC-formats M4: E8M0 scale 128.0 decoded as NaN, 0xFF as +Inf",
       {"ORACLE"}, [](cpu::CpuConfig& c) { c.dev.mx_nan_sentinel_on_float = true; },
       only_weight_format(WeightFormat::kMxfp4)));
+  // SPEC-formats M5 (flashinfer-ai/flashinfer#3423): the FC1 bias is accepted but dropped (GPT-OSS
+  // accuracy fell). Runs on cases with expert biases only (recipe expert_bias: bf16 or MXFP4 weights),
+  // where it is a gpt-oss path; the GEMM1 output misses b1, which ORACLE sees unless the SwiGLU clamp
+  // or an all-zero bias hides it.
+  out.push_back(mutant_entry(
+      "mutant/m5-fc1-bias-dropped", "SPEC-formats M5: FC1 (gate/up) expert bias accepted but never added",
+      {"ORACLE"}, [](cpu::CpuConfig& c) { c.dev.fc1_bias_dropped = true; },
+      [](const CaseRecipe& r) {
+        return r.expert_bias ? std::string()
+                             : std::string("runs on cases with expert biases only (expert_bias)");
+      }));
 }
 
 }  // namespace moefuzz::mutants

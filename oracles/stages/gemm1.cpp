@@ -17,7 +17,12 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
   const double gamma_h = gamma_n(static_cast<double>(H + kGemmExtraRoundings), kFp32Unit);
   Gemm1Rows out{std::vector<Interval>(static_cast<size_t>(n * I)),
                 std::vector<Interval>(static_cast<size_t>(n * I))};
+  const bool biased = !W.gate_bias.empty();
   const auto finish = [&](int64_t j, int64_t o, Interval ig, Interval iu) {
+    if (biased) {  // before the rounding point, as the kernels' epilogues add it
+      ig = add_expert_bias(ig, W.gate_bias[static_cast<size_t>(o)]);
+      iu = add_expert_bias(iu, W.up_bias[static_cast<size_t>(o)]);
+    }
     if (p.bf16_after_gemm1) {
       if (!is_nan(ig)) ig = round_to_bf16(ig);
       if (!is_nan(iu)) iu = round_to_bf16(iu);

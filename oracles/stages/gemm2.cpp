@@ -15,7 +15,9 @@ void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const Expert
   const double alpha_d = sda2 * W.down.global_dequant;
   const double floor_d = gemm_floor(I, sda2, W.down.global_dequant);
   const double gamma_i = gamma_n(static_cast<double>(I + kGemmExtraRoundings), kFp32Unit);
+  const bool biased = !W.down_bias.empty();
   const auto finish = [&](int64_t j, int64_t o, Interval v) {
+    if (biased) v = add_expert_bias(v, W.down_bias[static_cast<size_t>(o)]);  // before the routing weight
     if (!is_nan(v) && p.bf16_after_gemm2) v = round_to_bf16(v);
     const ExpandedRow& er = rows.row(j);
     if (er.slot >= 0) store(g2, er.slot, o, v);

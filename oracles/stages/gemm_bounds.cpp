@@ -95,6 +95,15 @@ Interval w4a16_radius_interval(const W4A16Dot& d, const W4A16Dot& r, double alph
              : Interval{kNaN, kNaN};
 }
 
+Interval add_expert_bias(Interval v, double b) {
+  if (is_nan(v)) return v;
+  const double lo = v.lo + b, hi = v.hi + b, m = std::max(std::fabs(lo), std::fabs(hi));
+  if (!(m < 0x1p127)) return {kNaN, kNaN};
+  // The two double additions above may round too: 4 double units cover them.
+  const double widen = (kFp32Unit + 4 * kDoubleUnit) * m;
+  return {lo - widen, hi + widen};
+}
+
 FlipTerms flip_terms(const std::vector<std::pair<int32_t, double>>& flips, int64_t cols) {
   FlipTerms t;
   t.sparse = &flips;

@@ -58,6 +58,10 @@ Interval w4a16_point_interval(const W4A16Dot& d, double alpha, double gk, double
 // The same for a W4A16 dot of an activation row given as centers d plus radii r (gemm2).
 Interval w4a16_radius_interval(const W4A16Dot& d, const W4A16Dot& r, double alpha, double gk, double floor);
 
+// A GEMM element plus an expert bias (recipe expert_bias): the kernel's fl(acc + b) in fp32, for any
+// acc in `v`. One rounding (exact when it underflows); NaN (nothing said) near the fp32 overflow.
+Interval add_expert_bias(Interval v, double b);
+
 // The code flips of one quantized row (column, weight), in the form the per-output loop reads
 // fastest: a dense per-column vector when they are many, else the sparse list.
 struct FlipTerms {

@@ -43,6 +43,8 @@ struct ModelShape {
   // The checkpoint's weights are MXFP4 (gpt-oss): half the model's cases are drawn W4A16 with MXFP4
   // weights, as every Hopper path runs it (SPEC-formats.md §3.4-3.5).
   bool mxfp4_checkpoint = false;
+  // Every expert carries biases on both GEMMs (gpt-oss): its bf16 and MXFP4 cases have expert_bias.
+  bool expert_bias = false;
 };
 
 const std::vector<ModelShape>& models() {
@@ -83,8 +85,8 @@ const std::vector<ModelShape>& models() {
        1.5,
        10.0},
       // gpt-oss-120b (SPEC-formats.md §3.4: gpt_oss/torch/model.py): softmax over the top-4 logits (the
-      // renormalized softmax), no routed scale, SwiGLU clamped at 7 with alpha 1.702 and (up + 1). Its
-      // expert biases are not modelled (a recipe's experts have none).
+      // renormalized softmax), no routed scale, SwiGLU clamped at 7 with alpha 1.702 and (up + 1), expert
+      // biases on both GEMMs (drawn where the weights are bf16 or MXFP4; NVFP4 and FP8 layers have none).
       {"gpt-oss",
        {.tokens = 4, .hidden = 2880, .inter = 2880, .experts = 128, .top_k = 4},
        RoutingMode::kSoftmax,
@@ -94,6 +96,7 @@ const std::vector<ModelShape>& models() {
        7.0,
        1.702,
        1.0,
+       true,
        true},
   };
   return m;
@@ -270,6 +273,13 @@ void draw_weight_format(CaseRecipe& r, bool mxfp4_checkpoint = false) {
   }
 }
 
+// Expert biases (gpt-oss's b1 and b2, SPEC-formats.md §3.4) for one bf16- or MXFP4-weight case in four
+// (the formats that carry them). Drawn last: every other field of a seed's case stays as it was.
+void draw_expert_bias(CaseRecipe& r) {
+  if (r.quant.weights != WeightFormat::kBf16 && r.quant.weights != WeightFormat::kMxfp4) return;
+  r.expert_bias = *one_of<int>({0, 0, 0, 1}) == 1;  // shrinks toward the first: no biases
+}
+
 // FP8 block W8A8 (weight_format fp8_block, SPEC-formats.md §1) for a share of the cases that still
 // have NVFP4 weights: one in two where H and I are already multiples of 128 (large shapes, models),
 // one in eight of the others with H and I rounded up to the next multiple of 128 (so the small and
@@ -324,6 +334,7 @@ rc::Gen<CaseRecipe> recipe(ShapeClass shapes) {
     draw_value_corner(r);   // last too, for the same reason
     draw_weight_format(r);  // and after it (it rewrites the corner's edit)
     draw_fp8(r);            // and after that (NVFP4-weight cases only)
+    draw_expert_bias(r);    // and last (bf16- and MXFP4-weight cases only)
     return r;
   });
 }
@@ -415,6 +426,8 @@ rc::Gen<CaseRecipe> model(std::string_view name, int64_t max_case_bytes) {
     draw_weight_format(r, checkpoint_format);  // last: every earlier field stays
     if (r.quant.weights == WeightFormat::kBf16) r.shape.experts = bf16_experts;
     if (r.quant.weights == WeightFormat::kMxfp4) r.shape.experts = mx_experts;
+    if (m.expert_bias && (r.quant.weights == WeightFormat::kBf16 || r.quant.weights == WeightFormat::kMxfp4))
+      r.expert_bias = true;
     // FP8 where the model's H and I are multiples of 128 (DeepSeek-V3, Qwen3; not gpt-oss's 2880).
     if (r.shape.hidden % kFp8WeightBlock == 0 && r.shape.inter % kFp8WeightBlock == 0) {
       draw_fp8(r);

@@ -111,7 +111,9 @@ class Case:
     "bf16" in its weight_formats), as bf16 tensors of those shapes (torch.bfloat16, or float32 values in numpy),
     or, when it is "mxfp4" (a kernel that lists "mxfp4"), as Mxfp4Weights, or, when it is "fp8_block" (a kernel
     that lists "fp8_block"; act_format is then "fp8_group": the kernel quantizes its activations per token and
-    128 columns itself), as Fp8BlockWeights.
+    128 columns itself), as Fp8BlockWeights. Expert biases (recipe expert_bias, gpt-oss's b1 and b2; a kernel
+    that sets expert_bias = True): b_gate, b_up [E+S, I] and b_down [E+S, H] float32 (bf16 values), added to each
+    GEMM's fp32 accumulator before its rounding point (b_down before the routing weight); None otherwise.
     `device` is where torch tensors live.
     """
 
@@ -143,6 +145,10 @@ class Case:
                 setattr(self, proj, Mxfp4Weights(get(weights, proj + ".mx_codes"), get(weights, proj + ".mx_scales")))
             elif proj in weights:
                 setattr(self, proj, get(weights, proj))
+        # Expert biases (recipe expert_bias; None otherwise): float32 holding bf16 values.
+        self.b_gate = get(weights, "b_gate")
+        self.b_up = get(weights, "b_up")
+        self.b_down = get(weights, "b_down")
 
     @property
     def total_experts(self) -> int:

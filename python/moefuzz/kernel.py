@@ -23,7 +23,7 @@ WEIGHT_FORMATS = ("nvfp4", "bf16", "mxfp4", "fp8_block")
 
 def kernel(profile: str, *, name: str | None = None, description: str = "", tensors: str = "torch",
            device: str | None = None, deterministic: bool = True, batch_invariant: bool = True, tactics: int = 1,
-           supports=None, weight_formats=("nvfp4",)):
+           supports=None, weight_formats=("nvfp4",), expert_bias=False):
     """Marks a function as a whole-layer kernel: fn(case) -> (output [T,H], topk_ids [T,slots], topk_weights)."""
 
     def wrap(fn):
@@ -36,6 +36,7 @@ def kernel(profile: str, *, name: str | None = None, description: str = "", tens
         fn.batch_invariant = batch_invariant
         fn.tactics = tactics
         fn.weight_formats = tuple(weight_formats)
+        fn.expert_bias = bool(expert_bias)
         if supports is not None:
             fn.supports = supports
         return fn
@@ -125,5 +126,6 @@ def describe_kernel(obj, default_name: str):
         "stages": ["layer"] if has_layer else stages,
         "expected_killers": [str(k) for k in getattr(obj, "expected_killers", ())],
         "weight_formats": list(weight_formats),
+        "expert_bias": bool(getattr(obj, "expert_bias", False)),
     }
     return holder, desc

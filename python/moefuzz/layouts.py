@@ -7,6 +7,8 @@ global scales S_d, activation quantization scales S_q). Backends differ (SPEC.md
 |--------------------------------|---------------------------------------------------------------|---------|
 | w13(case, "gate_up")           | codes [E+S, 2I, H/2], scales [E+S, 2I, H/16], [gate; up]      | vLLM, SGLang Triton / cutlass_moe_fp4, DeepSeek |
 | w13(case, "up_gate")           | the same with [up; gate]                                      | FlashInfer / TRT-LLM CUTLASS, trtllm-gen |
+| w13(case, "interleaved")       | rows 2i = gate row i, 2i+1 = up row i (MXFP4 too)             | gpt-oss checkpoints, triton_kernels matmul_ogs |
+| w13_bias(case, order)          | gate and up biases [E+S, 2I] in the same order (expert_bias)  | gpt-oss b1 |
 | swizzle_128x4(scales)          | 128x4-swizzled block scales (rows padded to 128, cols to 4)   | CUTLASS / FlashInfer GEMMs |
 | linear_from_128x4(sw, m, kb)   | the inverse                                                   | vLLM convert_swizzled_to_linear |
 | modelopt_scales(case)          | weight_scale_2 = S_d, input_scale = 1/S_q per projection      | ModelOpt checkpoints, SGLang/vLLM loaders |
@@ -38,12 +40,39 @@ def _cat(xs, dim):
     return np.concatenate(xs, axis=dim)
 
 
+def _interleave_rows(a, b):
+    """[E, N, ...] and [E, N, ...] -> [E, 2N, ...] with row 2i from a and row 2i + 1 from b."""
+    if _is_torch(a):
+        import torch
+
+        out = torch.stack([a, b], dim=2)
+    else:
+        out = np.stack([a, b], axis=2)
+    return out.reshape((a.shape[0], 2 * a.shape[1]) + tuple(a.shape[2:]))
+
+
+def _w13_pair(gate, up, order: str):
+    if order == "gate_up":
+        return _cat([gate, up], 1)
+    if order == "up_gate":
+        return _cat([up, gate], 1)
+    if order == "interleaved":
+        return _interleave_rows(gate, up)
+    raise ValueError("order must be 'gate_up', 'up_gate' or 'interleaved'")
+
+
 def w13(case, order: str = "gate_up"):
-    """Stacked w13 codes and scales in the given half order ("gate_up" or "up_gate")."""
-    if order not in ("gate_up", "up_gate"):
-        raise ValueError("order must be 'gate_up' or 'up_gate'")
-    first, second = (case.w_gate, case.w_up) if order == "gate_up" else (case.w_up, case.w_gate)
-    return _cat([first.codes, second.codes], 1), _cat([first.scales, second.scales], 1)
+    """Stacked w13 codes and scales ([E+S, 2I, ...]) of NVFP4 or MXFP4 weights in the given order: "gate_up",
+    "up_gate" or "interleaved" (gpt-oss: row 2i gate, row 2i + 1 up; matmul_ogs's fused SwiGLU reads it so)."""
+    return (_w13_pair(case.w_gate.codes, case.w_up.codes, order),
+            _w13_pair(case.w_gate.scales, case.w_up.scales, order))
+
+
+def w13_bias(case, order: str = "gate_up"):
+    """The gate and up expert biases ([E+S, 2I], recipe expert_bias) in the order of w13(case, order)."""
+    if case.b_gate is None:
+        raise ValueError("the case has no expert biases (expert_bias)")
+    return _w13_pair(case.b_gate, case.b_up, order)
 
 
 def swizzle_128x4(scales):

@@ -136,6 +136,23 @@ TEST_F(CheckCli, WeightFormatMxfp4SelectsTheDrawnCases) {
   EXPECT_NE(cpu.output.find("8 cases in"), std::string::npos) << cpu.output;
 }
 
+// --expert-bias checks only drawn cases with expert biases: the M5 mutant (b1 dropped) is caught among
+// them, and cpu-matmul-ogs (the CPU pipeline under the triton-matmul-ogs contract) passes such cases.
+TEST_F(CheckCli, ExpertBiasSelectsTheDrawnCases) {
+  const RunResult m5 =
+      run_moefuzz({"check", "--kernel", "mutant/m5-fc1-bias-dropped", "--expert-bias", "--cases", "4",
+                   "--seed", "1", "--invariants", "ORACLE", "--out", (dir_ / "m5").string()});
+  EXPECT_EQ(m5.exit_code, 1) << m5.output;
+  const fs::path json = dir_ / "bias.json";
+  const RunResult cpu =
+      run_moefuzz({"check", "--kernel", "cpu-matmul-ogs", "--expert-bias", "--cases", "6", "--seed", "1",
+                   "--out", (dir_ / "cb").string(), "--json", json.string()});
+  EXPECT_EQ(cpu.exit_code, 0) << cpu.output;
+  const nlohmann::json j = nlohmann::json::parse(moefuzz::file_text(json));
+  EXPECT_EQ(j.at("cases"), 6);
+  EXPECT_GE(j.at("invariants").at("ORACLE").at("pass").get<int64_t>(), 4) << j.dump();
+}
+
 // --weight-format fp8_block: the FP8-only F9 mutant (the up half's weight-scale block row shifted) is
 // caught among FP8 layers, and the correct kernel passes the same cases non-vacuously.
 TEST_F(CheckCli, WeightFormatFp8BlockSelectsTheDrawnCases) {

@@ -58,7 +58,9 @@ TEST(ProfilesDoc, TableMatchesTheProfileData) {
     const Profile& p = profile_by_name(names[i]);  // throws (fails) on a name the code does not know
     SCOPED_TRACE(p.name);
     ASSERT_EQ(rows["w13 order"].size(), names.size());
-    EXPECT_EQ(value_of(rows["w13 order"][i]), p.w13_order == W13Order::kUpGate ? "up;gate" : "gate;up");
+    EXPECT_EQ(value_of(rows["w13 order"][i]), p.w13_order == W13Order::kUpGate        ? "up;gate"
+                                              : p.w13_order == W13Order::kInterleaved ? "interleaved"
+                                                                                      : "gate;up");
     EXPECT_EQ(value_of(rows["rsf in top-k"][i]), p.rsf_in_topk ? "yes" : "no");
     EXPECT_EQ(value_of(rows["routing weight dtype"][i]), dtype(p.routing_weight_dtype));
     EXPECT_EQ(value_of(rows["bias dtype"][i]), dtype(p.bias_dtype));

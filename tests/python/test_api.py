@@ -54,6 +54,31 @@ def test_swizzle_128x4_matches_the_spec_offsets():
     assert np.array_equal(layouts.linear_from_128x4(sw, m, kb), sf)
 
 
+def test_w13_orders_stack_gate_and_up_rows():
+    from types import SimpleNamespace as NS
+
+    e, i, k = 2, 3, 4
+    gate = NS(codes=np.arange(e * i * k).reshape(e, i, k), scales=np.arange(e * i).reshape(e, i, 1))
+    up = NS(codes=-gate.codes - 1, scales=-gate.scales - 1)
+    case = NS(w_gate=gate, w_up=up, b_gate=np.arange(e * i, dtype=np.float32).reshape(e, i),
+              b_up=-np.arange(e * i, dtype=np.float32).reshape(e, i) - 1)
+    codes, scales = layouts.w13(case, "gate_up")
+    assert np.array_equal(codes[:, :i], gate.codes) and np.array_equal(codes[:, i:], up.codes)
+    codes, scales = layouts.w13(case, "up_gate")
+    assert np.array_equal(codes[:, :i], up.codes) and np.array_equal(scales[:, i:], gate.scales)
+    codes, scales = layouts.w13(case, "interleaved")  # gpt-oss: row 2j gate row j, row 2j + 1 up row j
+    assert codes.shape == (e, 2 * i, k)
+    assert np.array_equal(codes[:, 0::2], gate.codes) and np.array_equal(codes[:, 1::2], up.codes)
+    assert np.array_equal(scales[:, 0::2], gate.scales) and np.array_equal(scales[:, 1::2], up.scales)
+    b1 = layouts.w13_bias(case, "interleaved")
+    assert np.array_equal(b1[:, 0::2], case.b_gate) and np.array_equal(b1[:, 1::2], case.b_up)
+    try:
+        layouts.w13(case, "gate-up")
+        raise AssertionError("an unknown order must raise")
+    except ValueError:
+        pass
+
+
 def test_formats():
     assert formats.round_to_bf16(np.float32([1.00390625]))[0] == 1.0
     assert formats.round_to_bf16(np.float32([1.01171875]))[0] == np.float32(1.015625)

@@ -109,3 +109,30 @@ def test_fp8_layer_that_exposes_nothing_is_checked_not_crashed(moefuzz, tmp_path
     assert r.rc == 1, r.out
     assert r.summary["cases"] == 6, r.summary
     assert "ORACLE" in r.out, r.out
+
+
+def test_expert_biases_reach_a_kernel_that_adds_them(moefuzz, tmp_path):
+    # A gpt-oss-like MXFP4 layer with expert biases (b1, b2): numpy_gemm sets expert_bias and adds them (ORACLE
+    # passes), a subclass without expert_bias declines the case, one that drops b1 (SPEC-formats M5) is a finding.
+    recipe = tmp_path / "biased.moefuzz"
+    recipe.write_text("MOEFUZZ v1\nseed = 4\ntokens = 6\nhidden = 64\ninter = 64\nexperts = 4\ntop_k = 2\n"
+                      "activations = bf16\nweight_format = mxfp4\nswiglu_limit = 7\nswiglu_alpha = 1.702\n"
+                      "swiglu_beta = 1\nexpert_bias = true\n")
+    env = {"PYTHONPATH": f"{tmp_path}:{Path(__file__).resolve().parents[2]}"}
+    ok = moefuzz("replay", recipe, "--kernel", "py:examples.python.numpy_gemm:gemm", "--invariants", "ORACLE")
+    assert ok.rc == 0, ok.out
+    assert "ORACLE" in ok.out and "pass" in ok.out, ok.out
+    (tmp_path / "bias_variants.py").write_text(
+        "from examples.python.numpy_gemm import NumpyGemm\n\n"
+        "class NoBias(NumpyGemm):\n    expert_bias = False\n\n\n"
+        "class DropsB1(NumpyGemm):\n"
+        "    def gemm1(self, case, topk_ids, a_codes, a_scales):\n"
+        "        return self._matmul(case, topk_ids, a_codes, a_scales, [(case.w_gate, 0, None), (case.w_up, case.inter, None)],\n"
+        "                            case.a1_scale, case.contract['bf16_after_gemm1'])\n\n\n"
+        "no_bias = NoBias()\ndrops_b1 = DropsB1()\n")
+    declined = moefuzz("replay", recipe, "--kernel", "py:bias_variants:no_bias", env=env)
+    assert declined.rc != 1, declined.out
+    assert "expert_bias" in declined.out, declined.out
+    dropped = moefuzz("replay", recipe, "--kernel", "py:bias_variants:drops_b1", "--invariants", "ORACLE", env=env)
+    assert dropped.rc == 1, dropped.out
+    assert "ORACLE" in dropped.out, dropped.out

@@ -1,8 +1,8 @@
 #pragma once
 // The shared body of the per-format "every correct CPU kernel passes every cheap invariant" tests
 // (tests/properties/bf16_weights_test.cpp, mxfp4_weights_test.cpp): the first `count` small recipes
-// of the generator (seed 77) whose weights have format `f`, checked on cpu, cpu-flashinfer and
-// cpu-trtllm; every verdict must not fail. Returns how many ORACLE verdicts passed after comparing
+// of the generator (seed 77) whose weights have format `f`, checked on cpu, cpu-flashinfer, cpu-trtllm
+// and cpu-matmul-ogs; every verdict must not fail. Returns how many ORACLE verdicts passed after comparing
 // something, so the caller can require the sweep not to be vacuous.
 //
 // Example:
@@ -31,7 +31,7 @@ inline int correct_kernels_pass_every_invariant(WeightFormat f, size_t count, ui
   }
   EXPECT_EQ(cases.size(), count) << "the generator draws " << name_of(f) << " weights";
   int oracle_compared = 0;
-  for (const char* name : {"cpu", "cpu-flashinfer", "cpu-trtllm"}) {
+  for (const char* name : {"cpu", "cpu-flashinfer", "cpu-trtllm", "cpu-matmul-ogs"}) {
     const auto kernel = make_kernel(name);
     for (const CaseRecipe& r : cases) {
       if (!kernel->supports(r).empty()) continue;
