@@ -22,29 +22,17 @@ inline constexpr std::array<float, 7> kE2m1Thresholds = {0.25f, 0.75f, 1.25f, 1.
 // to +-6, NaN becomes +6 (code 0x7). The sign is kept: -0 and negatives with |x| <= 0.25 give code
 // 0x8, as the host __nv_cvt_float_to_fp4(x, __NV_E2M1, cudaRoundNearest) does (bit-identical on all
 // 2^32 inputs, tests/core/cuda_reference_test.cpp). Whether Blackwell's cvt emits 0x8 is unverified.
-// Inline: the oracle's quantization envelope rounds two interval ends per element.
+// Inline and branch-free (the magnitude code counts the thresholds passed; ties at 0.25, 1.25, 2.5
+// and 5 stay below, those at 0.75, 1.75 and 3.5 go above, to the even code): the oracle's envelope
+// rounds two interval ends per element and the MXFP4 draw quantizes random values, where branches
+// mispredict.
 inline uint8_t e2m1_from_float(float x) {
   if (x != x) return 0x7;  // NaN
   const uint8_t sign = std::signbit(x) ? 0x8 : 0x0;
   const float a = std::fabs(x);
-  uint8_t m;
-  if (a <= 0.25f)
-    m = 0;
-  else if (a < 0.75f)
-    m = 1;
-  else if (a <= 1.25f)
-    m = 2;
-  else if (a < 1.75f)
-    m = 3;
-  else if (a <= 2.5f)
-    m = 4;
-  else if (a < 3.5f)
-    m = 5;
-  else if (a <= 5.0f)
-    m = 6;
-  else
-    m = 7;
-  return sign | m;
+  const int m =
+      (a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f) + (a > 2.5f) + (a >= 3.5f) + (a > 5.0f);
+  return static_cast<uint8_t>(sign | m);
 }
 // Round half AWAY from zero: microxcaling's default round="nearest" (mx/elemwise_ops.py
 // _round_mantissa, the MX authors' OCP reference; SPEC-formats.md §3.2). The thresholds are
@@ -58,11 +46,11 @@ inline uint8_t e2m1_from_float_ties_away(float x) {
   while (m < 7 && a >= kE2m1Thresholds[m]) ++m;
   return sign | m;
 }
-// Exact decode of the low 4 bits of `code`.
-inline float e2m1_to_float(uint8_t code) {
-  const float v = kE2m1Magnitudes[code & 0x7];
-  return (code & 0x8) ? -v : v;
-}
+// Exact decode of the low 4 bits of `code` (0x8 is -0.0f), one load from a signed table (no branch on
+// the sign: decoders run it per element on random codes).
+inline constexpr std::array<float, 16> kE2m1Values = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                                                      -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+inline float e2m1_to_float(uint8_t code) { return kE2m1Values[code & 0xF]; }
 // Codes 0x0 and 0x8 both mean zero; compare codes through this.
 inline uint8_t e2m1_canonical(uint8_t code) { return (code & 0x7) == 0 ? 0 : (code & 0xF); }
 

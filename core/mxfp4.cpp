@@ -19,8 +19,20 @@ constexpr int kE2m1MaxExponent = 2;
 int floor_log2(float a) { return std::ilogb(a); }
 
 void quantize_block_triton(const float* x, int64_t n, uint8_t* codes, uint8_t* scale) {
-  float amax = 0.0f;
-  for (int64_t i = 0; i < n; ++i) amax = std::fmax(amax, std::fabs(x[i]));  // fmaxf drops NaN
+  // fmaxf(amax, |x|) over the block drops NaN, as these comparisons do; four running maxima (the
+  // maximum of the non-NaN values does not depend on the order) keep the loop off one dependency chain.
+  float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int j = 0; j < 4; ++j) {
+      const float a = std::fabs(x[i + j]);
+      part[j] = a > part[j] ? a : part[j];
+    }
+  for (; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    part[0] = a > part[0] ? a : part[0];
+  }
+  const float amax = std::max(std::max(part[0], part[1]), std::max(part[2], part[3]));
   const float d = amax / kE2m1Max;
   const uint8_t code = e8m0_ceil_by_carry(d);
   // The kernel's dequant_scale_rounded: the carried fp32 bits as a float (0, a normal power of two,

@@ -221,18 +221,37 @@ void fill_matrix(const CaseRecipe& r, const Stream& s, Nvfp4Matrix& m) {
 // value times a jitter in [3/4, 5/4) (fresh bf16 mantissas instead of 8 code magnitudes), rounded to
 // bf16. Under tiny_scales each matrix is further scaled by 2^-s, s in [0, 48], so the smallest
 // weights reach bf16 subnormals (where kernels that flush to zero differ).
+// Row r of the NVFP4 draw's values into out[0, cols), each exactly Nvfp4Matrix::dequant (e2m1 x
+// fl(e4m3(scale) x S_d)), with the block factor formed once per 16 elements. The other formats' draws
+// start from these, one row at a time (a row stays in L1; a whole matrix of gpt-oss's would not).
+void dequantize_row(const Nvfp4Matrix& m, int64_t r, float* out) {
+  const int64_t blocks = m.cols / kNvfp4BlockSize;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float factor = e4m3_to_float(m.scales[static_cast<size_t>(r * blocks + b)]) * m.global_dequant;
+    const uint8_t* in = m.packed.data() + (r * m.cols + b * kNvfp4BlockSize) / 2;
+    float* o = out + b * kNvfp4BlockSize;
+    for (int64_t j = 0; j < kNvfp4BlockSize / 2; ++j) {  // low nibble first
+      o[2 * j] = e2m1_to_float(in[j] & 0xF) * factor;
+      o[2 * j + 1] = e2m1_to_float(in[j] >> 4) * factor;
+    }
+  }
+}
+
 Bf16Matrix bf16_weights_from(const Nvfp4Matrix& m, const Stream& s, WeightProfile p) {
   Bf16Matrix out(m.rows, m.cols);
   const float extra = p == WeightProfile::kTinyScales
                           ? std::ldexp(1.0f, -static_cast<int>(s.child("tiny").uniform_int(0, 0, 48)))
                           : 1.0f;
-  for (int64_t r = 0; r < m.rows; ++r)
+  std::vector<float> row(static_cast<size_t>(m.cols));
+  for (int64_t r = 0; r < m.rows; ++r) {
+    dequantize_row(m, r, row.data());
     for (int64_t c = 0; c < m.cols; ++c) {
       const uint64_t idx = static_cast<uint64_t>(r * m.cols + c);
       const uint64_t bits = bulk_bits(s, idx / 4) >> (16 * (idx % 4));
       const float jitter = 0.75f + static_cast<float>(bits & 0xFFFF) * 0x1p-17f;  // [0.75, 1.25)
-      out.at(r, c) = bf16_from_float(m.dequant(r, c) * jitter * extra);
+      out.bits[idx] = bf16_from_float(row[static_cast<size_t>(c)] * jitter * extra);
     }
+  }
   return out;
 }
 
@@ -246,10 +265,19 @@ Bf16Matrix bf16_weights_from(const Nvfp4Matrix& m, const Stream& s, WeightProfil
 constexpr int kM4Corner = 134;
 
 Mxfp4Quantized mxfp4_weights_from(const Nvfp4Matrix& m, const Stream& s, WeightProfile p) {
-  std::vector<float> x(static_cast<size_t>(m.rows * m.cols));
-  for (int64_t r = 0; r < m.rows; ++r)
-    for (int64_t c = 0; c < m.cols; ++c) x[static_cast<size_t>(r * m.cols + c)] = m.dequant(r, c);
-  Mxfp4Quantized q = quantize_mxfp4(x, m.rows, m.cols);
+  Mxfp4Quantized q;  // quantized one row at a time (quantize_mxfp4 works row by row as well)
+  q.rows = m.rows;
+  q.cols = m.cols;
+  q.scale_cols = (m.cols + kMxfp4BlockSize - 1) / kMxfp4BlockSize;
+  q.codes.resize(static_cast<size_t>(m.rows * m.cols));
+  q.scales.resize(static_cast<size_t>(m.rows * q.scale_cols));
+  std::vector<float> row(static_cast<size_t>(m.cols));
+  for (int64_t r = 0; r < m.rows; ++r) {
+    dequantize_row(m, r, row.data());
+    const Mxfp4Quantized one = quantize_mxfp4(row, 1, m.cols);
+    std::copy(one.codes.begin(), one.codes.end(), q.codes.begin() + r * m.cols);
+    std::copy(one.scales.begin(), one.scales.end(), q.scales.begin() + r * q.scale_cols);
+  }
   int shift = 0;
   if (p == WeightProfile::kTinyScales) shift = -static_cast<int>(s.child("tiny").uniform_int(0, 0, 64));
   if (p == WeightProfile::kWideScales) {
