@@ -216,11 +216,6 @@ void fill_matrix(const CaseRecipe& r, const Stream& s, Nvfp4Matrix& m) {
     m.scales[0] = static_cast<uint8_t>(1 + s.child("subnormal").bits(0) % 7);
 }
 
-// bf16 weights (weight_format bf16) drawn through the NVFP4 draw, so every weight profile keeps its
-// meaning (zero blocks, wide or tiny block magnitudes, expert spread): each element is its NVFP4
-// value times a jitter in [3/4, 5/4) (fresh bf16 mantissas instead of 8 code magnitudes), rounded to
-// bf16. Under tiny_scales each matrix is further scaled by 2^-s, s in [0, 48], so the smallest
-// weights reach bf16 subnormals (where kernels that flush to zero differ).
 // Row r of the NVFP4 draw's values into out[0, cols), each exactly Nvfp4Matrix::dequant (e2m1 x
 // fl(e4m3(scale) x S_d)), with the block factor formed once per 16 elements. The other formats' draws
 // start from these, one row at a time (a row stays in L1; a whole matrix of gpt-oss's would not).
@@ -237,6 +232,11 @@ void dequantize_row(const Nvfp4Matrix& m, int64_t r, float* out) {
   }
 }
 
+// bf16 weights (weight_format bf16) drawn through the NVFP4 draw, so every weight profile keeps its
+// meaning (zero blocks, wide or tiny block magnitudes, expert spread): each element is its NVFP4
+// value times a jitter in [3/4, 5/4) (fresh bf16 mantissas instead of 8 code magnitudes), rounded to
+// bf16. Under tiny_scales each matrix is further scaled by 2^-s, s in [0, 48], so the smallest
+// weights reach bf16 subnormals (where kernels that flush to zero differ).
 Bf16Matrix bf16_weights_from(const Nvfp4Matrix& m, const Stream& s, WeightProfile p) {
   Bf16Matrix out(m.rows, m.cols);
   const float extra = p == WeightProfile::kTinyScales
