@@ -42,4 +42,18 @@ float Nvfp4Matrix::dequant(int64_t r, int64_t c) const {
   return nvfp4_dequant_value(code(r, c), scale(r, c / kNvfp4BlockSize), global_dequant);
 }
 
+void Nvfp4Matrix::dequant_row(int64_t r, float* out) const {
+  const int64_t blocks = cols / kNvfp4BlockSize;
+  for (int64_t b = 0; b < blocks; ++b) {
+    // nvfp4_dequant_value's default order: element * fl(block scale * S_d).
+    const float factor = e4m3_to_float(scales[static_cast<size_t>(r * blocks + b)]) * global_dequant;
+    const uint8_t* in = packed.data() + (r * cols + b * kNvfp4BlockSize) / 2;
+    float* o = out + b * kNvfp4BlockSize;
+    for (int64_t j = 0; j < kNvfp4BlockSize / 2; ++j) {  // low nibble first
+      o[2 * j] = e2m1_to_float(in[j] & 0xF) * factor;
+      o[2 * j + 1] = e2m1_to_float(in[j] >> 4) * factor;
+    }
+  }
+}
+
 }  // namespace moefuzz

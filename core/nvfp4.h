@@ -60,6 +60,9 @@ struct Nvfp4Matrix {
   }
   // SPEC.md §1.7 (TRT-LLM E2M1AndUFP8SFScaleToFloatV2): scaleFloat = fl(e4m3 * S_d), then e2m1 * scaleFloat.
   float dequant(int64_t r, int64_t c) const;
+  // out[c] = dequant(r, c) for every column c, bit for bit, with each block's factor formed once (the
+  // draws of the other weight formats decode whole rows).
+  void dequant_row(int64_t r, float* out) const;
   bool operator==(const Nvfp4Matrix&) const = default;
 };
 

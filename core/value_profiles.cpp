@@ -216,22 +216,6 @@ void fill_matrix(const CaseRecipe& r, const Stream& s, Nvfp4Matrix& m) {
     m.scales[0] = static_cast<uint8_t>(1 + s.child("subnormal").bits(0) % 7);
 }
 
-// Row r of the NVFP4 draw's values into out[0, cols), each exactly Nvfp4Matrix::dequant (e2m1 x
-// fl(e4m3(scale) x S_d)), with the block factor formed once per 16 elements. The other formats' draws
-// start from these, one row at a time (a row stays in L1; a whole matrix of gpt-oss's would not).
-void dequantize_row(const Nvfp4Matrix& m, int64_t r, float* out) {
-  const int64_t blocks = m.cols / kNvfp4BlockSize;
-  for (int64_t b = 0; b < blocks; ++b) {
-    const float factor = e4m3_to_float(m.scales[static_cast<size_t>(r * blocks + b)]) * m.global_dequant;
-    const uint8_t* in = m.packed.data() + (r * m.cols + b * kNvfp4BlockSize) / 2;
-    float* o = out + b * kNvfp4BlockSize;
-    for (int64_t j = 0; j < kNvfp4BlockSize / 2; ++j) {  // low nibble first
-      o[2 * j] = e2m1_to_float(in[j] & 0xF) * factor;
-      o[2 * j + 1] = e2m1_to_float(in[j] >> 4) * factor;
-    }
-  }
-}
-
 // bf16 weights (weight_format bf16) drawn through the NVFP4 draw, so every weight profile keeps its
 // meaning (zero blocks, wide or tiny block magnitudes, expert spread): each element is its NVFP4
 // value times a jitter in [3/4, 5/4) (fresh bf16 mantissas instead of 8 code magnitudes), rounded to
@@ -244,7 +228,7 @@ Bf16Matrix bf16_weights_from(const Nvfp4Matrix& m, const Stream& s, WeightProfil
                           : 1.0f;
   std::vector<float> row(static_cast<size_t>(m.cols));
   for (int64_t r = 0; r < m.rows; ++r) {
-    dequantize_row(m, r, row.data());
+    m.dequant_row(r, row.data());  // one row at a time: it stays in L1 (a gpt-oss matrix would not)
     for (int64_t c = 0; c < m.cols; ++c) {
       const uint64_t idx = static_cast<uint64_t>(r * m.cols + c);
       const uint64_t bits = bulk_bits(s, idx / 4) >> (16 * (idx % 4));
@@ -273,7 +257,7 @@ Mxfp4Quantized mxfp4_weights_from(const Nvfp4Matrix& m, const Stream& s, WeightP
   q.scales.resize(static_cast<size_t>(m.rows * q.scale_cols));
   std::vector<float> row(static_cast<size_t>(m.cols));
   for (int64_t r = 0; r < m.rows; ++r) {
-    dequantize_row(m, r, row.data());
+    m.dequant_row(r, row.data());  // one row at a time: it stays in L1 (a gpt-oss matrix would not)
     const Mxfp4Quantized one = quantize_mxfp4(row, 1, m.cols);
     std::copy(one.codes.begin(), one.codes.end(), q.codes.begin() + r * m.cols);
     std::copy(one.scales.begin(), one.scales.end(), q.scales.begin() + r * q.scale_cols);

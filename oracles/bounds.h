@@ -85,13 +85,13 @@ inline float float_up(double x) {
   }
   return f;
 }
-// The interval a value in `x` occupies after RN to bf16 (monotone, so the ends map outward). Inline:
-// the oracle applies it to every element of each bf16 rounding point.
 // std::fmax without the library call (under -fno-fast-math std::fmax stays a call into libm, a few
 // percent of the FP8 GEMM stages' time): the larger of a and b, a NaN operand ignored, as std::fmax.
 // Equal operands give a (std::fmax may give either of +0 and -0): for results that are only compared.
 inline double fmax_inline(double a, double b) { return a >= b || b != b ? a : b; }
 
+// The interval a value in `x` occupies after RN to bf16 (monotone, so the ends map outward). Inline:
+// the oracle applies it to every element of each bf16 rounding point.
 inline Interval round_to_bf16(Interval x) {
   return {static_cast<double>(moefuzz::round_to_bf16(float_down(x.lo))),
           static_cast<double>(moefuzz::round_to_bf16(float_up(x.hi)))};

@@ -97,6 +97,26 @@ TEST(Nvfp4, MatrixStorageAndHandValues) {
   EXPECT_EQ(w.dequant(0, 17), nvfp4_dequant_value(0x3, 0x40, 1.0f / 3.0f));
 }
 
+// dequant_row is dequant for every column, bit for bit (signs of zero included), over every code in
+// every position and a spread of block scales, with an S_d that is not a power of two.
+TEST(Nvfp4, DequantRowIsDequantOfEveryColumn) {
+  Nvfp4Matrix w(3, 64);
+  w.global_dequant = 1.0f / 3.0f;
+  for (int64_t r = 0; r < w.rows; ++r) {
+    for (int64_t c = 0; c < w.cols; ++c) w.set_code(r, c, static_cast<uint8_t>((c * 7 + r * 5) % 16));
+    for (int64_t b = 0; b < w.blocks_per_row(); ++b)
+      w.scale(r, b) = static_cast<uint8_t>(0x08 + 37 * (r * 4 + b));
+  }
+  std::vector<float> row(static_cast<size_t>(w.cols));
+  for (int64_t r = 0; r < w.rows; ++r) {
+    w.dequant_row(r, row.data());
+    for (int64_t c = 0; c < w.cols; ++c)
+      EXPECT_EQ(std::bit_cast<uint32_t>(row[static_cast<size_t>(c)]),
+                std::bit_cast<uint32_t>(w.dequant(r, c)))
+          << r << " " << c;
+  }
+}
+
 TEST(Nvfp4, RejectsShapesThatAreNotNvfp4) {
   EXPECT_THROW(Nvfp4Matrix(2, 24), InputError);  // K not a multiple of 16
   EXPECT_THROW(Nvfp4Matrix(-1, 16), InputError);

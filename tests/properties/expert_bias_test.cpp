@@ -84,19 +84,27 @@ TEST(ExpertBias, MaterializedBiasesAreBf16SizedAndEditable) {
 }
 
 TEST(ExpertBias, OracleExpectsTheBias) {
-  // The same case with and without biases: the oracle's expected outputs differ, and the CPU kernel
-  // (which adds them) passes ORACLE on both, compared on most elements.
+  // The same case with and without biases: the CPU kernel (which adds them) passes ORACLE on both,
+  // compared on most elements, while its outputs differ on most elements - so the oracle's expected
+  // outputs moved with the biases (a non-vacuous pass on both).
   const auto cpu = make_kernel("cpu");
   const CheckOptions only_oracle{.invariants = {&invariant_by_code("ORACLE")}};
   for (WeightFormat f : {WeightFormat::kMxfp4, WeightFormat::kBf16}) {
+    std::vector<float> outputs[2];
     for (bool bias : {false, true}) {
       CaseRecipe r = biased_recipe(f);
       r.expert_bias = bias;
-      const CaseReport rep = check_case(*cpu, materialize(r), only_oracle);
+      const Case c = materialize(r);
+      const CaseReport rep = check_case(*cpu, c, only_oracle);
       ASSERT_EQ(rep.verdicts.size(), 1u);
       EXPECT_EQ(rep.verdicts[0].outcome, Outcome::kPass) << rep.verdicts[0].message;
       EXPECT_GT(rep.verdicts[0].compared, 6 * 96 / 2);
+      outputs[bias] = run_guarded(*cpu, c, RunOptions{}).result.output;
     }
+    ASSERT_EQ(outputs[0].size(), outputs[1].size());
+    size_t moved = 0;
+    for (size_t i = 0; i < outputs[0].size(); ++i) moved += outputs[0][i] != outputs[1][i];
+    EXPECT_GT(moved, outputs[0].size() / 2) << "the biases must change the layer's output";
   }
 }
 
