@@ -26,9 +26,9 @@ constexpr int64_t kSampledPairs = 8;
 template <int N>
 void dot_rows(const std::vector<double>& x, const Nvfp4Matrix* const (&m)[N], const int64_t (&row)[N],
               double (&out)[N]) {
-  static const std::array<double, 16> kCodeValue = [] {
+  constexpr std::array<double, 16> kCodeValue = [] {
     std::array<double, 16> v{};
-    for (uint8_t c = 0; c < 16; ++c) v[c] = e2m1_to_float(c);
+    for (size_t c = 0; c < 16; ++c) v[c] = kE2m1Values[c];
     return v;
   }();
   const double* cv = kCodeValue.data();

@@ -89,4 +89,6 @@ static_assert(kE4m3Values[0x7E] == 448.0f && kE4m3Values[0x01] == 0x1p-9f && kE4
 
 float e4m3_to_float(uint8_t code) { return kE4m3Values[code]; }
 
+const std::array<float, 256>& e4m3_values() { return kE4m3Values; }
+
 }  // namespace moefuzz

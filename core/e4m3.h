@@ -7,6 +7,7 @@
 //   uint8_t code = moefuzz::e4m3_from_float(1.0625f);  // 0x38 (1.0: tie to even)
 //   float v = moefuzz::e4m3_to_float(0x7E);            // 448.0f
 //   uint8_t n = moefuzz::e4m3_from_float_clamped(NAN);  // 0xFE (-448: fmaxf(NaN, -448) = -448)
+#include <array>
 #include <cstdint>
 
 namespace moefuzz {
@@ -33,5 +34,8 @@ uint8_t e4m3_from_float_clamped(float x);
 uint8_t e4m3_from_float_nosat(float x);
 // Exact decode; 0x7F / 0xFF decode to NaN.
 float e4m3_to_float(uint8_t code);
+// The same decode as a table indexed by code, for loops that read it per element (constant data:
+// no first-use initialization).
+const std::array<float, 256>& e4m3_values();
 
 }  // namespace moefuzz

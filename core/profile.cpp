@@ -439,6 +439,13 @@ const std::vector<Profile>& all_profiles() {
   return profiles;
 }
 
+namespace {
+// Built at load time, before main starts a thread: a plugin child forked by run_isolated while
+// another thread was first building the table would wait forever on its guard
+// (kernels/isolated_run.h). The function-local static stays, for callers during static init.
+[[maybe_unused]] const std::vector<Profile>& kProfilesBuiltAtLoad = all_profiles();
+}  // namespace
+
 const Profile& profile_by_name(std::string_view name) {
   std::string known;
   for (const auto& p : all_profiles()) {

@@ -10,6 +10,13 @@
 // validates. What fork does not contain: GPU state (a CUDA context cannot cross fork), resources
 // outside the process (files, sockets), and deadlocks on locks another parent thread held at fork.
 //
+// The rule that follows for callers: the child of a multi-threaded moefuzz (`check -j`) holds only
+// the forking thread, and a mutex or a function-local static that another thread held at the fork
+// (being built: its guard) stays held there forever, so the kernel would be blamed for moefuzz's
+// hang. The body therefore only calls the code under test and copies its result out: whatever it
+// reads is built before run_isolated (the plugin's case view), and the process-wide tables on its
+// paths (profiles, the CPU stages' decode tables) are built at load time, before any thread exists.
+//
 // Example:
 //   moefuzz::IsolationLimits lim{.timeout = std::chrono::milliseconds(500)};
 //   std::vector<uint8_t> bytes = moefuzz::run_isolated("plugin 'x'", 4096, lim,

@@ -284,8 +284,8 @@ std::string PluginKernel::supports(const CaseRecipe& recipe) const {
   // The reason is returned as bytes; 1 KiB bounds what a plugin can make us allocate.
   constexpr size_t kMaxReason = 1024;
   // Reply: one byte (1 = not supported), then the reason.
+  const CaseView view(recipe, plugin_->profile);  // in this process: see run_isolated's rule
   std::vector<uint8_t> bytes = run_isolated(what, 1 + kMaxReason, {options_.timeout}, [&](ResultWriter& w) {
-    CaseView view(recipe, plugin_->profile);
     const char* why = plugin_->api->supports(&view.desc);
     const uint8_t declined = why != nullptr;
     w.append(&declined, 1);
@@ -316,11 +316,12 @@ void PluginKernel::run_layer(const Case& c, const RunOptions& opts, LayerResult&
   if (!plugin_->implements(MOEFUZZ_STAGE_LAYER)) profile = &profile_by_name(plugin_->profile);  // InputError
   const ResultSizes sizes = sizes_for(r, static_cast<int64_t>(y_with_band.size()));
   const std::string what = "plugin '" + plugin_->name + "' (" + plugin_->path + ")";
-  // Fork after the Case is built: the child reads it, and writes its copy-on-write copy of `out`.
+  // Fork after the Case and its view are built: the child reads them, and writes its copy-on-write
+  // copy of `out`. The view is built here, not in the child (run_isolated's rule on shared state).
+  CaseView view(r, plugin_->profile);
+  view.attach(c, opts);
   std::vector<uint8_t> bytes =
       run_isolated(what, sizes.max_bytes(), {options_.timeout}, [&](ResultWriter& w) {
-        CaseView view(r, plugin_->profile);
-        view.attach(c, opts);
         LayerResult res;
         res.routing.tokens = T;
         res.routing.slots = r.slots();

@@ -110,21 +110,12 @@ float act_scale(const Fp8GroupQuantized& a, int64_t read, int64_t kb) {
   return a.scales[static_cast<size_t>(read * per_row + kb)];
 }
 
-const std::array<float, 256>& e4m3_table() {
-  static const std::array<float, 256> t = [] {
-    std::array<float, 256> v{};
-    for (int c = 0; c < 256; ++c) v[static_cast<size_t>(c)] = e4m3_to_float(static_cast<uint8_t>(c));
-    return v;
-  }();
-  return t;
-}
-
 // out[off(r) + col0 + n] for n in [0, N) of matrix w, for the rows of one expert.
 void fp8_matmul(const std::vector<int64_t>& rows, const Fp8BlockQuantized& w,
                 const Fp8BlockQuantized* up_half_of, const Fp8GroupQuantized& a, IndexProduct input_product,
                 IndexProduct product, int64_t ldo, int64_t col0, bool round, const CpuConfig& cfg,
                 std::vector<float>& out) {
-  const auto& lut = e4m3_table();
+  const auto& lut = e4m3_values();
   const int64_t K = w.cols, N = w.rows, Kb = K / kFp8WeightBlock, nt = 32;
   const int64_t out_rows = static_cast<int64_t>(out.size()) / ldo;
   std::vector<float> tile(static_cast<size_t>(K * nt)), sb(static_cast<size_t>(Kb * nt));
