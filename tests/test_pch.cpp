@@ -1,0 +1,1 @@
+// The translation unit that builds the test files' precompiled header (tests/CMakeLists.txt).
