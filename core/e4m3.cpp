@@ -2,44 +2,35 @@
 
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace moefuzz {
-namespace {
-
-// Round-half-to-even of a non-negative double holding at most 53 significant bits (exact input).
-double round_half_even(double q) {
-  double f = std::floor(q);
-  double r = q - f;
-  if (r > 0.5) return f + 1;
-  if (r < 0.5) return f;
-  return std::fmod(f, 2.0) == 0.0 ? f : f + 1;
-}
-
-}  // namespace
 
 uint8_t e4m3_from_float(float x) {
-  if (std::isnan(x)) return kE4m3NaNCode;
-  const uint8_t sign = std::signbit(x) ? 0x80 : 0x00;
-  const double a = std::fabs(static_cast<double>(x));
-  if (a >= 448.0) return sign | kE4m3MaxCode;  // (448,464] rounds to 448, above saturates
-  if (a < 0x1p-6) {
-    // Subnormal range: quantum 2^-9; m == 8 becomes the smallest normal (code 0x08).
-    const double m = round_half_even(a * 0x1p9);
+  // On the float's bits, without floor/frexp/ldexp (this encoder runs per element of every FP8
+  // activation and per NVFP4 block scale, in the kernels and the oracle alike). Equal to the
+  // definition (round to nearest even, saturate to 448) and to the CUDA Toolkit's host conversion on all
+  // 2^32 inputs (tests/core/cuda_reference_test.cpp, MOEFUZZ_EXHAUSTIVE=1).
+  uint32_t u;
+  std::memcpy(&u, &x, sizeof u);
+  const uint8_t sign = static_cast<uint8_t>((u >> 24) & 0x80);
+  const uint32_t a = u & 0x7FFFFFFFu;
+  if (a > 0x7F800000u) return kE4m3NaNCode;
+  if (a >= 0x43E00000u) return sign | kE4m3MaxCode;  // |x| >= 448, Inf included: (448, 464] rounds to 448
+  if (a < 0x3C800000u) {
+    // |x| < 2^-6, the subnormal range: quantum 2^-9. |x| * 2^9 < 8 is exact, and adding and removing
+    // 2^23 rounds it to an integer, ties to even; 8 becomes code 0x08, the smallest normal.
+    float ax;
+    std::memcpy(&ax, &a, sizeof ax);
+    const float m = (ax * 0x1p9f + 0x1p23f) - 0x1p23f;
     return sign | static_cast<uint8_t>(m);
   }
-  int e = 0;
-  (void)std::frexp(a, &e);  // a = f * 2^e, f in [0.5, 1)  => unbiased exponent e-1
-  const int exponent = e - 1;
-  double q = round_half_even(std::ldexp(a, 3 - exponent));  // in [8, 16]
-  int biased = exponent + 7;
-  if (q == 16.0) {
-    q = 8.0;
-    ++biased;
-  }
-  const int code = (biased << 3) | (static_cast<int>(q) - 8);
-  if (code > kE4m3MaxCode) return sign | kE4m3MaxCode;
-  return sign | static_cast<uint8_t>(code);
+  // Normal: keep the top 3 of 23 mantissa bits, ties to even (a carry moves into the exponent), then
+  // rebias the exponent from 127 to 7; 464 and above would pass 0x7E and saturate.
+  const uint32_t kept = (a + 0x7FFFFu + ((a >> 20) & 1u)) >> 20;
+  const uint32_t code = kept - (120u << 3);
+  return sign | static_cast<uint8_t>(code > kE4m3MaxCode ? kE4m3MaxCode : code);
 }
 
 uint8_t e4m3_from_float_clamped(float x) {
