@@ -64,6 +64,9 @@ INSTANTIATE_TEST_SUITE_P(
 // other thread's guard, and moefuzz reported its own deadlock as the kernel's HANG/supports about
 // one run in five. Fresh processes, so every run races the first use again.
 TEST_F(ReliabilityTest, ParallelWorkersNeverHandTheirChildAHeldLock) {
+  // A deadlocked child never ends, so a 10 s timeout still fails the run; the fixture's 1 s could
+  // also expire on a busy machine for 240 correct calls.
+  ::setenv("MOEFUZZ_PLUGIN_TIMEOUT_S", "10", 1);
   for (int run = 0; run < 40; ++run) {
     const std::string json = out("s" + std::to_string(run) + ".json");
     const RunResult r =
