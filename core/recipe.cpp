@@ -148,7 +148,7 @@ std::optional<RecipeIssue> check_quant_and_swiglu(const CaseRecipe& r) {
                  "fp8_group activations need fp8_block weights (weight_format fp8_block): W8A8 only");
   if (!fp8 && r.quant.fp8_ue8m0)
     return issue("fp8_scales", "ue8m0 applies to FP8 block scales; it needs weight_format fp8_block");
-  if (r.expert_bias && r.quant.weights != WeightFormat::kBf16 && r.quant.weights != WeightFormat::kMxfp4)
+  if (r.expert_bias && !carries_expert_bias(r.quant.weights))
     return issue("expert_bias",
                  fmt::format("expert biases are modelled with bf16 or mxfp4 weights (W16A16, W4A16: the "
                              "gpt-oss layers that carry them), not weight_format {}",

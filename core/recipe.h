@@ -45,6 +45,11 @@ enum class ActivationFormat : uint8_t { kNvfp4, kBf16, kFp8Group };
 // block, a multiplier, SPEC-formats.md §1.1: DeepSeek-V3/R1 FP8 W8A8; needs fp8_group activations and
 // H, I multiples of 128).
 enum class WeightFormat : uint8_t { kNvfp4, kBf16, kMxfp4, kFp8Block };
+// Whether layers of this weight format can carry expert biases (CaseRecipe::expert_bias): bf16 and MXFP4,
+// the W16A16 / W4A16 layers of gpt-oss that have them.
+constexpr bool carries_expert_bias(WeightFormat f) {
+  return f == WeightFormat::kBf16 || f == WeightFormat::kMxfp4;
+}
 enum class ActScaleMode : uint8_t { kGlobal, kPerExpert };
 
 struct Shape {

@@ -145,9 +145,7 @@ bool clamp_to_limits(CaseRecipe& r, const ShapeLimits& lim) {
       r.quant.fp8_ue8m0 = false;
     }
   }
-  // Expert biases exist with bf16 and MXFP4 weights only (the W16A16 / W4A16 layers of gpt-oss).
-  if (r.quant.weights != WeightFormat::kBf16 && r.quant.weights != WeightFormat::kMxfp4)
-    r.expert_bias = false;
+  if (!carries_expert_bias(r.quant.weights)) r.expert_bias = false;
   s.experts = clamp64(s.experts, 1, lim.max_experts);
   s.shared_experts = clamp64(s.shared_experts, 0, lim.max_shared);
   if (ro.shared_fusion == SharedFusion::kFused && s.shared_experts == 0)

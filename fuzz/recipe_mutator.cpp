@@ -164,8 +164,7 @@ void mutate_quant(CaseRecipe& r, Rng& rng) {
       }
       break;
     case 1:
-      if ((r.quant.weights == WeightFormat::kBf16 || r.quant.weights == WeightFormat::kMxfp4) &&
-          below(rng, 2)) {
+      if (carries_expert_bias(r.quant.weights) && below(rng, 2)) {
         r.expert_bias = !r.expert_bias;  // gpt-oss's b1, b2 (W16A16, W4A16 only)
         break;
       }
@@ -183,8 +182,7 @@ void mutate_quant(CaseRecipe& r, Rng& rng) {
       r.swiglu.beta = below(rng, 2) ? 0.0 : 1.0;
       break;
   }
-  if (r.quant.weights != WeightFormat::kBf16 && r.quant.weights != WeightFormat::kMxfp4)
-    r.expert_bias = false;
+  if (!carries_expert_bias(r.quant.weights)) r.expert_bias = false;
 }
 
 // A special value at a chosen place. `prefer` (may be empty) names the target to favour.

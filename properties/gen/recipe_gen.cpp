@@ -276,7 +276,7 @@ void draw_weight_format(CaseRecipe& r, bool mxfp4_checkpoint = false) {
 // Expert biases (gpt-oss's b1 and b2, SPEC-formats.md §3.4) for one bf16- or MXFP4-weight case in four
 // (the formats that carry them). Drawn last: every other field of a seed's case stays as it was.
 void draw_expert_bias(CaseRecipe& r) {
-  if (r.quant.weights != WeightFormat::kBf16 && r.quant.weights != WeightFormat::kMxfp4) return;
+  if (!carries_expert_bias(r.quant.weights)) return;
   r.expert_bias = *one_of<int>({0, 0, 0, 1}) == 1;  // shrinks toward the first: no biases
 }
 
@@ -426,8 +426,7 @@ rc::Gen<CaseRecipe> model(std::string_view name, int64_t max_case_bytes) {
     draw_weight_format(r, checkpoint_format);  // last: every earlier field stays
     if (r.quant.weights == WeightFormat::kBf16) r.shape.experts = bf16_experts;
     if (r.quant.weights == WeightFormat::kMxfp4) r.shape.experts = mx_experts;
-    if (m.expert_bias && (r.quant.weights == WeightFormat::kBf16 || r.quant.weights == WeightFormat::kMxfp4))
-      r.expert_bias = true;
+    if (m.expert_bias && carries_expert_bias(r.quant.weights)) r.expert_bias = true;
     // FP8 where the model's H and I are multiples of 128 (DeepSeek-V3, Qwen3; not gpt-oss's 2880).
     if (r.shape.hidden % kFp8WeightBlock == 0 && r.shape.inter % kFp8WeightBlock == 0) {
       draw_fp8(r);
