@@ -66,15 +66,27 @@ void BM_Check_S_oracle(benchmark::State& s) { check_throughput(s, gen::ShapeClas
 void BM_Check_S_all(benchmark::State& s) { check_throughput(s, gen::ShapeClass::kSmall, 64, "all"); }
 void BM_Check_M_oracle(benchmark::State& s) { check_throughput(s, gen::ShapeClass::kMedium, 8, "ORACLE"); }
 void BM_Check_M_all(benchmark::State& s) { check_throughput(s, gen::ShapeClass::kMedium, 8, "all"); }
-// The same with every oracle evaluation made afresh (properties/oracle_reuse.h off): the baseline the
-// reuse is measured against, in the same run.
+// The same with every oracle evaluation and row made afresh (properties/oracle_reuse.h and
+// oracles/row_memo.h off): the baseline the reuse is measured against, in the same run (for ORACLE
+// alone, where nothing can be reused, the memo's cost).
+void BM_Check_S_oracle_fresh(benchmark::State& s) {
+  check_throughput(s, gen::ShapeClass::kSmall, 64, "ORACLE", /*oracle_reuse=*/false);
+}
 void BM_Check_S_all_fresh(benchmark::State& s) {
   check_throughput(s, gen::ShapeClass::kSmall, 64, "all", /*oracle_reuse=*/false);
 }
+void BM_Check_M_all_fresh(benchmark::State& s) {
+  check_throughput(s, gen::ShapeClass::kMedium, 8, "all", /*oracle_reuse=*/false);
+}
+BENCHMARK(BM_Check_S_oracle_fresh)->Name("BM_Check/S/oracle/fresh-oracle")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Check_S_oracle)->Name("BM_Check/S/oracle")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Check_S_all_fresh)->Name("BM_Check/S/all/fresh-oracle")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Check_S_all)->Name("BM_Check/S/all")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Check_M_oracle)->Name("BM_Check/M/oracle")->Iterations(8)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Check_M_all_fresh)
+    ->Name("BM_Check/M/all/fresh-oracle")
+    ->Iterations(8)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Check_M_all)->Name("BM_Check/M/all")->Iterations(8)->Unit(benchmark::kMillisecond);
 
 // BM_CheckJobs/S/<jobs>: `moefuzz check --shapes small --cases 96 --seed 1 -j <jobs>` on the `cpu`

@@ -124,7 +124,8 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
   auto elapsed = [&] {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
-  CheckOptions co{.invariants = o.invariants, .run = o.run, .profile = o.profile};
+  CheckOptions co{
+      .invariants = o.invariants, .run = o.run, .profile = o.profile, .oracle_reuse = o.oracle_reuse};
   if (o.seconds > 0)
     co.deadline = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                               std::chrono::duration<double>(o.seconds));

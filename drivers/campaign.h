@@ -57,6 +57,9 @@ struct CampaignOptions {
   // Only drawn recipes of this weight format are checked (`check --weight-format`); the others are
   // passed over and counted with the unsupported ones. Unset: every drawn recipe.
   std::optional<WeightFormat> weight_format;
+  // Evaluations and rows of the oracle taken from earlier ones where they are the same bit for bit
+  // (CheckOptions::oracle_reuse; `check --oracle-reuse off` evaluates everything afresh).
+  bool oracle_reuse = true;
   // Only drawn recipes with expert biases (`check --expert-bias`; bf16 and MXFP4 weights carry them).
   bool expert_bias_only = false;
 };

@@ -28,7 +28,8 @@ struct CheckOptions {
   std::string profile;
   bool stop_at_first_failure = false;
   // Metamorphic invariants take the base case's oracle evaluation instead of a fresh one where it is
-  // the same bit for bit (properties/oracle_reuse.h); off re-evaluates everything (same results).
+  // the same bit for bit (properties/oracle_reuse.h), and every evaluation takes the rows an earlier
+  // one computed (oracles/row_memo.h); off re-evaluates everything (same results).
   bool oracle_reuse = true;
   // One deadline for the case (a campaign's --time): invariants not started by then are marked
   // not evaluated. A kernel call already running ends by its own isolation timeout.

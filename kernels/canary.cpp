@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/expert_fingerprint.h"
 #include "core/word_hash.h"
 
 namespace moefuzz {
@@ -31,23 +32,7 @@ uint64_t case_fingerprint(const Case& c) {
   f.add(c.hash_table);
   f.add(c.a1_scale);
   f.add(c.a2_scale);
-  for (const ExpertWeights& e : c.experts) {
-    for (const Nvfp4Matrix* m : {&e.gate, &e.up, &e.down}) {
-      f.add(m->packed);
-      f.add(m->scales);
-      f.add(std::vector<float>{m->global_dequant});
-    }
-    for (const Bf16Matrix* m : {&e.bf16.gate, &e.bf16.up, &e.bf16.down}) f.add(m->bits);
-    for (const Mxfp4Quantized* m : {&e.mx.gate, &e.mx.up, &e.mx.down}) {
-      f.add(m->codes);
-      f.add(m->scales);
-    }
-    for (const Fp8BlockQuantized* m : {&e.fp8.gate, &e.fp8.up, &e.fp8.down}) {
-      f.add(m->codes);
-      f.add(m->scales);
-    }
-    for (const std::vector<float>* b : {&e.gate_bias, &e.up_bias, &e.down_bias}) f.add(*b);
-  }
+  for (const ExpertWeights& e : c.experts) add_expert_weights(f, e);
   return f.value();
 }
 

@@ -647,13 +647,15 @@ void exact_dot_rows(const DecodedNvfp4& a, int64_t ra, int na, PackedNvfp4Row w,
 
 #if defined(__x86_64__)
 namespace {
-// NA weight vectors against one packed row: per block the 16 |codes| (natural order) times |scale|
-// become four exact double vectors, shared by the NA rows (two FMA chains per row).
+// NA (<= 4) weight vectors against one packed row: per block the 16 |codes| (natural order) times
+// |scale| become four exact double vectors, shared by the NA rows. Two FMA chains per row, whatever
+// NA is: a row's sum is the same bits with any other rows beside it (the oracle's row memo,
+// oracles/row_memo.h, relies on that), and 4 rows x 2 chains keep the FMA units busy.
 template <int NA>
 __attribute__((target("avx2,fma"))) void weighted_abs_sum_rows_avx2(const double* const* r, PackedNvfp4Row w,
                                                                     double* out) {
-  // Two FMA chains per row up to 4 rows, one beyond (registers); either way >= 8 independent chains.
-  constexpr int A = NA > 4 ? 1 : 2;
+  static_assert(NA >= 1 && NA <= 4, "more rows than the 16 vector registers hold accumulators for");
+  constexpr int A = 2;
   const ScaleTable& table = scale_table();
   const __m128i nib = _mm_set1_epi8(0x0F);
   const __m128i tabs = _mm_setr_epi8(0, 1, 2, 3, 4, 6, 8, 12, 0, 1, 2, 3, 4, 6, 8, 12);
@@ -683,7 +685,7 @@ __attribute__((target("avx2,fma"))) void weighted_abs_sum_rows_avx2(const double
   }
   for (int k = 0; k < NA; ++k) {
     alignas(32) double lanes[4];
-    _mm256_store_pd(lanes, A == 1 ? acc[k][0] : _mm256_add_pd(acc[k][0], acc[k][A - 1]));
+    _mm256_store_pd(lanes, _mm256_add_pd(acc[k][0], acc[k][1]));
     out[k] = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
   }
 }
@@ -702,35 +704,22 @@ void weighted_abs_sum_rows(const double* const* r, int na, PackedNvfp4Row w, dou
   }
   bool done = false;
 #if defined(__x86_64__)
-  if (cpu_has_avx2() && cpu_has_fma()) {
+  if (cpu_has_avx2() && cpu_has_fma() && na >= 1 && na <= 8) {
     done = true;
-    switch (na) {
-      case 1:
-        weighted_abs_sum_rows_avx2<1>(r, w, out);
-        break;
-      case 2:
-        weighted_abs_sum_rows_avx2<2>(r, w, out);
-        break;
-      case 3:
-        weighted_abs_sum_rows_avx2<3>(r, w, out);
-        break;
-      case 4:
-        weighted_abs_sum_rows_avx2<4>(r, w, out);
-        break;
-      case 5:
-        weighted_abs_sum_rows_avx2<5>(r, w, out);
-        break;
-      case 6:
-        weighted_abs_sum_rows_avx2<6>(r, w, out);
-        break;
-      case 7:
-        weighted_abs_sum_rows_avx2<7>(r, w, out);
-        break;
-      case 8:
-        weighted_abs_sum_rows_avx2<8>(r, w, out);
-        break;
-      default:
-        done = false;
+    for (int k0 = 0; k0 < na; k0 += 4) {  // groups of at most 4 rows (one weight decode each)
+      switch (std::min(4, na - k0)) {
+        case 1:
+          weighted_abs_sum_rows_avx2<1>(r + k0, w, out + k0);
+          break;
+        case 2:
+          weighted_abs_sum_rows_avx2<2>(r + k0, w, out + k0);
+          break;
+        case 3:
+          weighted_abs_sum_rows_avx2<3>(r + k0, w, out + k0);
+          break;
+        default:
+          weighted_abs_sum_rows_avx2<4>(r + k0, w, out + k0);
+      }
     }
   }
 #endif

@@ -134,6 +134,7 @@ double weighted_abs_sum(std::span<const double> r, const DecodedNvfp4& w, int64_
 // The same bound for na (1..8) weight vectors r[0..na) (each w.cols long, natural element order)
 // against one packed row: the row's |codes| and scales are decoded once for all of them. Same
 // inflation (gamma_{cols+2}) as weighted_abs_sum; NaN for every output when the row has a NaN scale.
+// Each output is the same bits whatever na and the other rows are (the row memo relies on it).
 void weighted_abs_sum_rows(const double* const* r, int na, PackedNvfp4Row w, double* out);
 // The same bound for a sparse list of (column, weight) pairs: sum r * |operand(w, column)|, inflated
 // by gamma_{n+2} (n = list length). NaN when a listed column's block scale is NaN.

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <span>
 #include <string>
 
 #include "core/elementwise_compare.h"
 #include "core/errors.h"
+#include "oracles/row_memo.h"
 #include "oracles/stages/activation.h"
 #include "oracles/stages/combine.h"
 #include "oracles/stages/gemm1.h"
@@ -21,6 +23,54 @@ const StageExpectation* LayerReference::stage(const std::string& name) const {
     if (s.stage == name) return &s;
   return nullptr;
 }
+
+namespace {
+
+// Moves one expanded row's intervals between an evaluation (its GEMM2 outputs `y` and, when kept,
+// its gemm1/activation/gemm2 stage rows at the row's kernel slot) and a memo row
+// (oracles/row_memo.h: [y lo H][y hi H] then [gemm1 2I x2][activation I x2][gemm2 H x2]).
+struct RowCopier {
+  int64_t H, I;
+  stages::ExpertOutputs& y;
+  StageExpectation *g1, *act, *g2;
+
+  bool has_intermediates(const stages::ExpandedRow& row) const { return g1 != nullptr && row.slot >= 0; }
+
+  OracleRowMemo::Row take(int64_t r, const stages::ExpandedRow& row) const {
+    OracleRowMemo::Row out;
+    out.intermediates = has_intermediates(row);
+    std::vector<double>& v = out.values;
+    v.reserve(static_cast<size_t>(2 * H + (out.intermediates ? 2 * (3 * I + H) : 0)));
+    const auto append = [&](const std::vector<double>& from, int64_t at, int64_t n) {
+      v.insert(v.end(), from.begin() + at * n, from.begin() + (at + 1) * n);
+    };
+    append(y.lo, r, H);
+    append(y.hi, r, H);
+    if (out.intermediates)
+      for (const StageExpectation* st : {g1, act, g2}) {
+        append(st->expected, row.slot, st->cols);
+        append(st->bound, row.slot, st->cols);
+      }
+    return out;
+  }
+
+  void put(const OracleRowMemo::Row& from, int64_t r, const stages::ExpandedRow& row) const {
+    const double* v = from.values.data();
+    const auto copy = [&](std::vector<double>& to, int64_t at, int64_t n) {
+      std::copy_n(v, n, to.begin() + at * n);
+      v += n;
+    };
+    copy(y.lo, r, H);
+    copy(y.hi, r, H);
+    if (has_intermediates(row))
+      for (StageExpectation* st : {g1, act, g2}) {
+        copy(st->expected, row.slot, st->cols);
+        copy(st->bound, row.slot, st->cols);
+      }
+  }
+};
+
+}  // namespace
 
 // The stages of SPEC.md §3.7 in order, one expert at a time (oracles/stages/): each takes the
 // previous stage's intervals, conditioned on the kernel's own decisions where it exposes them. The
@@ -77,9 +127,9 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
   const std::optional<QuantizedRows>* fc1_codes = kernel != nullptr ? &kernel->fc1_input : nullptr;
   const std::optional<QuantizedRows>* fc2_codes = kernel != nullptr ? &kernel->fc2_input : nullptr;
 
-  for (size_t e = 0; e < c.experts.size(); ++e) {
-    if (by_expert[e].empty()) continue;
-    const ExpertRows er{rows, by_expert[e]};
+  // One expert's rows through the stages; the first inadmissible kernel decision is returned.
+  const auto run_stages = [&](size_t e, std::span<const int64_t> members) -> Verdict {
+    const ExpertRows er{rows, members};
     const ExpertWeights& W = c.experts[e];
     const float sq1 = c.a1_scale_for(static_cast<int64_t>(e)), sq2 = c.a2_scale_for(static_cast<int64_t>(e));
     // W4A4: activations dequantize with 1/S_q; W4A16 and W8A8 activations carry no global scale.
@@ -87,19 +137,53 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
     const double sda2 = w4a16 || fp8 ? 1.0 : 1.0 / static_cast<double>(sq2);
 
     const Fc1Input fc1 = quantize_fc1(c, er, sq1, fc1_codes, fc1_memo, fp8_fc1);
-    if (!fc1.admissibility.passed()) {
-      ref.admissibility = fc1.admissibility;
-      return ref;
-    }
+    if (!fc1.admissibility.passed()) return fc1.admissibility;
     const Gemm1Rows g = gemm1(c, p, er, W, fc1, sda1, g1);
     const ActivationRows h = activation(p, c.recipe.swiglu, er, g, I, act);
     const Fc2Input fc2 =
         quantize_fc2(c, er, sq2, h, fc2_codes, kernel != nullptr ? &kernel->activation : nullptr, fp8_fc2);
-    if (!fc2.admissibility.passed()) {
-      ref.admissibility = fc2.admissibility;
+    if (!fc2.admissibility.passed()) return fc2.admissibility;
+    gemm2(c, p, er, W, fc2, h, sda2, g2, y);
+    return Verdict::pass("ORACLE", "admissibility");
+  };
+
+  // Rows an earlier evaluation already computed come from the memo (oracles/row_memo.h); the stages
+  // run on the others, which are then kept.
+  OracleRowMemo* const memo = opts.memo != nullptr && &opts.memo->profile() == &p ? opts.memo : nullptr;
+  std::optional<OracleRowKeys> keys;
+  if (memo != nullptr) keys.emplace(c, p, kernel);
+  RowCopier copier{H, I, y, g1, act, g2};
+  std::vector<int64_t> todo;
+  std::vector<OracleRowMemo::Key> todo_keys;
+  for (size_t e = 0; e < c.experts.size(); ++e) {
+    if (by_expert[e].empty()) continue;
+    std::span<const int64_t> members = by_expert[e];
+    if (memo != nullptr) {
+      todo.clear();
+      todo_keys.clear();
+      for (int64_t r : by_expert[e]) {
+        const ExpandedRow& row = rows[static_cast<size_t>(r)];
+        const OracleRowMemo::Key k = keys->key(row.token, row.slot, row.expert);
+        if (const OracleRowMemo::Row* hit = memo->find(k, copier.has_intermediates(row))) {
+          copier.put(*hit, r, row);
+        } else {
+          todo.push_back(r);
+          todo_keys.push_back(k);
+        }
+      }
+      members = todo;
+      if (members.empty()) continue;
+    }
+    Verdict v = run_stages(e, members);
+    // A failure among some of the rows: the one the whole expert reports (the fresh evaluation's).
+    if (!v.passed() && members.size() != by_expert[e].size()) v = run_stages(e, by_expert[e]);
+    if (!v.passed()) {
+      ref.admissibility = v;
       return ref;
     }
-    gemm2(c, p, er, W, fc2, h, sda2, g2, y);
+    if (memo != nullptr)
+      for (size_t i = 0; i < todo.size(); ++i)
+        memo->insert(todo_keys[i], copier.take(todo[i], rows[static_cast<size_t>(todo[i])]));
   }
 
   StageExpectation out = combine(c, p, rows, y);

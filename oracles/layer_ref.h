@@ -36,8 +36,13 @@ struct LayerReference {
   const StageExpectation* stage(const std::string& name) const;
 };
 
+class OracleRowMemo;
+
 struct LayerReferenceOptions {
   bool keep_intermediates = true;  // false: only "output" (saves memory and time for big cases)
+  // Rows evaluated before are taken from here and new ones kept (oracles/row_memo.h); used only when
+  // it belongs to the profile evaluated under. nullptr: every row afresh.
+  OracleRowMemo* memo = nullptr;
 };
 
 // `routing`: the kernel's routing decision ([T, slots]); `kernel`: its exposed codes (nullptr: none).

@@ -41,14 +41,14 @@ Verdict first_broken_stage(const Case& c, const Profile& p, const LayerResult& k
 
 }  // namespace
 
-OracleEvaluation evaluate(const Case& c, const Profile& p, const LayerResult& kernel) {
+OracleEvaluation evaluate(const Case& c, const Profile& p, const LayerResult& kernel, OracleRowMemo* memo) {
   OracleEvaluation ev;
   stages::RouteStage route = stages::route(c, p, kernel.routing);
   if (!route.admissibility.passed()) {
     ev.admissibility = route.admissibility;
     return ev;
   }
-  LayerReference ref = reference_layer(c, p, kernel.routing, &kernel);
+  LayerReference ref = reference_layer(c, p, kernel.routing, &kernel, {.memo = memo});
   ev.admissibility = ref.admissibility.failed() && ref.admissibility.stage == "fc2_quant"
                          ? first_broken_stage(c, p, kernel, ref.admissibility)
                          : ref.admissibility;

@@ -31,7 +31,12 @@ struct OracleEvaluation {
   const StageExpectation* stage(const std::string& name) const;
 };
 
-OracleEvaluation evaluate(const Case& c, const Profile& p, const LayerResult& kernel);
+class OracleRowMemo;
+
+// memo: rows evaluated before are taken from it and new ones kept (oracles/row_memo.h); the result is
+// the same bit for bit. nullptr: every row afresh.
+OracleEvaluation evaluate(const Case& c, const Profile& p, const LayerResult& kernel,
+                          OracleRowMemo* memo = nullptr);
 // Admissibility, then every exposed stage and the output within their bounds. Returns the first
 // failure (decisions before values), else a pass carrying max error/bound.
 Verdict compare_layer(const Case& c, const Profile& p, const LayerResult& kernel);

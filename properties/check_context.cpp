@@ -11,7 +11,8 @@ CheckContext::CheckContext(const Kernel& kernel, const Case& c, RunOptions opts,
       case_(c),
       profile_(profile_by_name(profile.empty() ? std::string_view(kernel.profile()) : profile)),
       opts_(opts),
-      input_hash_(case_fingerprint(c)) {}
+      input_hash_(case_fingerprint(c)),
+      memo_(profile_) {}
 
 const LayerResult& CheckContext::baseline() {
   if (!baseline_) {
@@ -32,16 +33,16 @@ LayerResult CheckContext::run(const Case& c, const RunOptions* opts) const {
 }
 
 const OracleEvaluation& CheckContext::oracle() {
-  if (!oracle_) oracle_ = moefuzz::evaluate(case_, profile_, baseline());
+  if (!oracle_) oracle_ = moefuzz::evaluate(case_, profile_, baseline(), memo());
   return *oracle_;
 }
 
-OracleEvaluation CheckContext::evaluate_fresh(const Case& c, const LayerResult& r) const {
+OracleEvaluation CheckContext::evaluate_fresh(const Case& c, const LayerResult& r) {
   LayerResult decisions_only = r;
   decisions_only.gemm1.reset();
   decisions_only.activation.reset();
   decisions_only.gemm2.reset();
-  return moefuzz::evaluate(c, profile_, decisions_only);
+  return moefuzz::evaluate(c, profile_, decisions_only, memo());
 }
 
 OracleEvaluation CheckContext::evaluate(const Case& c, const LayerResult& r) {
@@ -61,7 +62,7 @@ const OracleEvaluation& CheckContext::oracle_end_to_end() {
 
 OracleEvaluation CheckContext::evaluate_on_base(const LayerResult& r) {
   if (reuse_ && same_conditioning(r, baseline())) return oracle();
-  return moefuzz::evaluate(case_, profile_, r);
+  return moefuzz::evaluate(case_, profile_, r, memo());
 }
 
 }  // namespace moefuzz

@@ -24,6 +24,7 @@
 #include "core/verdict.h"
 #include "kernels/kernel.h"
 #include "oracles/oracle.h"
+#include "oracles/row_memo.h"
 
 namespace moefuzz {
 
@@ -60,8 +61,11 @@ class CheckContext {
   // evaluate(base_case(), profile(), r) for another run `r` on the base case (TACTIC): oracle() when
   // r conditions the oracle as the baseline does, bit for bit; else a fresh evaluation.
   OracleEvaluation evaluate_on_base(const LayerResult& r);
-  // Off: every evaluation above is made afresh (tests and benchmarks compare; the results are the same).
+  // Off: every evaluation above is made afresh, row by row too (tests and benchmarks compare; the
+  // results are the same).
   void set_oracle_reuse(bool on) { reuse_ = on; }
+  // The rows every evaluation of this context shares (oracles/row_memo.h): its hit and miss counts.
+  const OracleRowMemo& row_memo() const { return memo_; }
   // Hands the baseline run over (when an invariant computed it) so a caller that needs the run as
   // well - a fuzz target - does not run the kernel again. The context must not be used afterwards.
   std::optional<LayerResult> take_baseline() { return std::move(baseline_); }
@@ -77,7 +81,9 @@ class CheckContext {
   std::optional<OracleEvaluation> oracle_;
   std::optional<OracleEvaluation> oracle_end_to_end_;
   bool reuse_ = true;
-  OracleEvaluation evaluate_fresh(const Case& c, const LayerResult& r) const;
+  OracleRowMemo memo_;
+  OracleRowMemo* memo() { return reuse_ ? &memo_ : nullptr; }
+  OracleEvaluation evaluate_fresh(const Case& c, const LayerResult& r);
 };
 
 struct Invariant {

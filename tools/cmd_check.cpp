@@ -44,6 +44,7 @@ struct CheckArgs {
   std::string junit;
   int tactic = 0;
   int jobs = 0;  // 0 = every core
+  std::string oracle_reuse = "on";
 };
 
 uint64_t time_seed() {
@@ -105,6 +106,11 @@ void add_check_command(CLI::App& app, int& exit_code) {
                   "Cases checked at once, each worker with its own kernel instance (default: all cores; the "
                   "results do not depend on it)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--oracle-reuse", a.oracle_reuse,
+                  "on: metamorphic invariants take the oracle's evaluations and rows where they are the "
+                  "same bit for bit (docs/oracle.md); off: every evaluation afresh (same verdicts, slower)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   cmd->add_option("--out", a.out,
                   "Directory for findings and summary.json (default: $TMPDIR/moefuzz/<kernel>-seed<S>)");
   cmd->add_option("--json", a.json, "Write the summary as JSON here");
@@ -150,6 +156,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
     o.max_case_bytes = global_options().max_case_bytes;
     o.run.tactic = a.tactic;
     o.jobs = a.jobs > 0 ? a.jobs : default_jobs();
+    o.oracle_reuse = a.oracle_reuse == "on";
     o.worker_kernel = worker_kernel_factory(a.kernel);
     if (tensor_files) o.adapt_recipe = [t = *tensor_files](CaseRecipe& r) { fit_recipe_to_files(r, t); };
     std::cerr << fmt::format("moefuzz check: kernel {} (profile {}), seed {}, shapes {}, {} job(s)\n",

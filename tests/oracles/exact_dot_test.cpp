@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <vector>
 
@@ -280,6 +281,38 @@ TEST(ExactDot, PackedRowsLongSaturatedRowsDoNotOverflow) {
   for (int r = 0; r < 4; ++r) {
     EXPECT_EQ(d[r].value(), (r % 2 == 0 ? 1.0 : -1.0) * 2688.0 * 2688.0 * static_cast<double>(k));
     EXPECT_EQ(d[r].abs_value(), 2688.0 * 2688.0 * static_cast<double>(k));
+  }
+}
+
+// A row's flip magnitude is the same bits whichever rows share the call (1..8 of them, at any
+// position): the oracle's row memo (oracles/row_memo.h) takes a row computed beside other rows for the
+// row computed beside none.
+TEST(ExactDot, WeightedAbsSumRowsDoesNotDependOnTheOtherRows) {
+  for (uint64_t seed = 1; seed <= 12; ++seed) {
+    const int64_t cols = 16 * static_cast<int64_t>(1 + seed * 5 % 37);
+    Nvfp4Matrix m = any_scale_matrix(1, cols, seed);
+    for (int64_t b = 0; b < cols / 16; ++b)
+      if ((m.scale(0, b) & 0x7F) == 0x7F) m.scale(0, b) = 0x38;  // finite: NaN rows are all NaN anyway
+    Stream s(seed, "rows");
+    std::vector<std::vector<double>> r(8, std::vector<double>(static_cast<size_t>(cols)));
+    for (size_t k = 0; k < 8; ++k)
+      for (int64_t i = 0; i < cols; ++i)
+        r[k][static_cast<size_t>(i)] = std::fabs(s.normal(static_cast<uint64_t>(i * 8) + k)) * 1e-3;
+    double alone[8];
+    for (int k = 0; k < 8; ++k) {
+      const double* one[1] = {r[static_cast<size_t>(k)].data()};
+      weighted_abs_sum_rows(one, 1, packed_row(m, 0), &alone[k]);
+    }
+    for (int na = 2; na <= 8; ++na)
+      for (int first = 0; first + na <= 8; ++first) {
+        const double* rp[8];
+        for (int k = 0; k < na; ++k) rp[k] = r[static_cast<size_t>(first + k)].data();
+        double got[8];
+        weighted_abs_sum_rows(rp, na, packed_row(m, 0), got);
+        for (int k = 0; k < na; ++k)
+          EXPECT_EQ(std::bit_cast<uint64_t>(got[k]), std::bit_cast<uint64_t>(alone[first + k]))
+              << "seed " << seed << ", row " << first + k << " of " << na << " rows from " << first;
+      }
   }
 }
 

@@ -1,8 +1,10 @@
 // Oracle reuse (properties/oracle_reuse.h, CheckContext): wherever a metamorphic invariant takes the
 // base case's oracle evaluation instead of a fresh one, the two are the same bit for bit - every
-// stage's expected values and bounds, and the admissibility verdict. (GSCALE's rescaled case is not
-// reused: its expected values equal the base case's, but its GEMM1/activation/GEMM2/output bounds
-// differ in the last bits on ~1 case in 10 of this sweep, so the fresh evaluation stays.) A sweep over
+// stage's expected values and bounds, and the admissibility verdict. The same holds for the evaluations
+// of transformed cases (PERM, BATCH, SCALE1, GSCALE, PAD) that take rows from the context's row memo
+// (oracles/row_memo.h). (GSCALE's rescaled case as a whole is not the base case's evaluation: its
+// expected values are, but its GEMM1/activation/GEMM2/output bounds differ in the last bits on ~1 case
+// in 10 of this sweep; only the rows of the experts it did not rescale are reused.) A sweep over
 // generated cases of every routing mode the generators draw, small and medium shapes, on the `cpu` kernel and
 // mutants whose decisions differ from the ideal ones (there the fresh evaluation must be taken, and is).
 #include <gtest/gtest.h>
@@ -56,9 +58,10 @@ LayerResult decisions_only(LayerResult r) {
 
 struct Counts {
   std::map<std::string, int64_t> reused, fresh;
+  std::map<std::string, int64_t> rows_reused, evaluations;  // memo rows taken by transformed cases
 };
 
-void sweep_case(const Kernel& k, const Case& c, Counts& n) {
+void sweep_case(const Kernel& k, const Case& c, Counts& n, bool with_routing_only) {
   CheckContext ctx(k, c);
   const LayerResult& base = ctx.baseline();
   const Profile& p = ctx.profile();
@@ -84,6 +87,52 @@ void sweep_case(const Kernel& k, const Case& c, Counts& n) {
     ++(same_conditioning(r, base) ? n.reused : n.fresh)["TACTIC"];
     expect_identical(ctx.evaluate_on_base(r), evaluate(c, p, r), "TACTIC " + std::to_string(t));
   }
+  // The metamorphic invariants' transformed cases: evaluated through the context, whose row memo
+  // (oracles/row_memo.h) holds the rows of every evaluation above, and afresh without one.
+  const int64_t T = c.recipe.shape.tokens, H = c.recipe.shape.hidden, I = c.recipe.shape.inter;
+  std::vector<std::pair<std::string, Case>> transformed;
+  if (c.recipe.shape.experts > 1)
+    transformed.emplace_back("PERM",
+                             permute_experts(c, group_preserving_permutation(c, c.recipe.seed ^ 0x5045u)));
+  if (T > 1) {
+    std::vector<int64_t> reversed, odd;
+    for (int64_t t = T - 1; t >= 0; --t) reversed.push_back(t);
+    for (int64_t t = 1; t < T; t += 2) odd.push_back(t);
+    transformed.emplace_back("BATCH reversed", select_tokens(c, reversed));
+    transformed.emplace_back("BATCH odd", select_tokens(c, odd));
+  }
+  transformed.emplace_back("SCALE1", with_routed_scale(without_shared_experts(c), 1.0));
+  if (!base.routing.ids.empty() && base.routing.ids[0] >= 0 &&
+      base.routing.ids[0] < static_cast<int32_t>(c.experts.size()))
+    for (const char* which : {"gate", "down"}) {
+      bool ok = false;
+      Case g = rescale_weight_global(c, base.routing.ids[0], which, 3, &ok);
+      if (ok) transformed.emplace_back(std::string("GSCALE ") + which, std::move(g));
+    }
+  transformed.emplace_back("PAD", pad_dims(c, (H / 128 + 1) * 128, (I / 128 + 1) * 128));
+  // Every other case also as a kernel that exposes no codes (the oracle covers every code a correct
+  // quantizer could pick: dense flip magnitudes, several rows per call): routing decisions only.
+  const bool routing_only = with_routing_only;
+  const auto bare = [&](LayerResult r) {
+    if (routing_only) {
+      r.fc1_input.reset();
+      r.fc2_input.reset();
+      r.fc1_fp8.reset();
+      r.fc2_fp8.reset();
+    }
+    return r;
+  };
+  if (routing_only) ctx.evaluate(c, bare(base));  // the base case's rows of this conditioning
+  for (const auto& [name, tc] : transformed) {
+    if (!k.supports(tc.recipe).empty()) continue;
+    const LayerResult r = bare(ctx.run(tc));
+    const int64_t hits = ctx.row_memo().hits();
+    const OracleEvaluation through_memo = ctx.evaluate(tc, r);
+    n.rows_reused[name] += ctx.row_memo().hits() - hits;
+    ++n.evaluations[name];
+    expect_identical(through_memo, evaluate(tc, p, decisions_only(r)),
+                     name + (routing_only ? " (routing only)" : ""));
+  }
 }
 
 void sweep(const std::string& kernel_name, const std::string& shapes, uint64_t cases, Counts& n) {
@@ -97,7 +146,7 @@ void sweep(const std::string& kernel_name, const std::string& shapes, uint64_t c
     if (!validate(r).empty() || !k->supports(r).empty()) continue;
     SCOPED_TRACE(kernel_name + " " + shapes + " case " + std::to_string(index));
     modes.insert(static_cast<int>(r.routing.mode));
-    sweep_case(*k, materialize(r), n);
+    sweep_case(*k, materialize(r), n, /*with_routing_only=*/done % 2 == 1);
     ++done;
     if (::testing::Test::HasFatalFailure()) return;
   }
@@ -119,6 +168,17 @@ TEST(OracleReuse, MappedEvaluationsEqualFreshOnesBitForBit) {
     EXPECT_GT(n.reused[what], 100) << what << ": the sweep must exercise the reuse";
   }
   EXPECT_GT(n.fresh["TACTIC"], 0) << "the mutants' differing runs must take the fresh path";
+  // Every transform whose rows are the base case's must take most of them from the memo; PAD's rows
+  // have other dimensions and never can.
+  for (const auto& [name, evaluations] : n.evaluations) {
+    std::cout << name << ": " << evaluations << " evaluations, " << n.rows_reused[name]
+              << " rows from the memo\n";
+    if (name == "PAD") {
+      EXPECT_EQ(n.rows_reused[name], 0) << name;
+    } else {
+      EXPECT_GT(n.rows_reused[name], 2 * evaluations) << name << ": the sweep must exercise the row memo";
+    }
+  }
 }
 
 }  // namespace

@@ -1,0 +1,88 @@
+#pragma once
+// OracleRowMemo: the stage intervals of expanded rows the oracle has already evaluated, keyed by
+// everything one row's pipeline (quantize -> gemm1 -> activation -> quantize2 -> gemm2, oracles/
+// stages/) reads, so a later evaluation that meets the same row takes it instead of recomputing it
+// (issue #13: evaluations cached by case content plus the kernel's decisions).
+//
+// A row (token t routed to expert e) reads: t's hidden row, e's weights and activation scales (by
+// content, not index), the layer's formats, dimensions and SwiGLU, the profile, and - for kernel rows -
+// the kernel's exposed quantized FC1/FC2 codes of that row (FP8: its exposed FP8 rows) and, with bf16
+// activations, its exposed activation row. Nothing else: not the routing weight (the combine applies
+// it), not routed_scaling_factor, not the other tokens, not the expert's index. So the metamorphic
+// invariants' transformed cases meet the base case's rows again: every row of PERM (experts relabeled),
+// BATCH (tokens reordered or dropped), SCALE1 and WEIGHT1 (other weights), and the rows of every
+// expert GSCALE did not rescale. A stage's value for a row does not depend on the other rows it is
+// evaluated with (the flip magnitudes' summation order is fixed per row: oracles/exact_dot.h), so a
+// memoized row is the fresh row, bit for bit; tests/properties/oracle_reuse_test.cpp shows it on a
+// sweep.
+//
+// Keys are 128 bits (two independently seeded WordHash passes). A memo belongs to one profile
+// (evaluations under another ignore it) and holds at most `max_bytes` of rows (later rows are not
+// kept); CheckContext keeps one per base case.
+//
+// Example:
+//   moefuzz::OracleRowMemo memo(profile);
+//   moefuzz::OracleEvaluation a = moefuzz::evaluate(c, profile, run, &memo);
+//   moefuzz::OracleEvaluation b = moefuzz::evaluate(permuted, profile, permuted_run, &memo);  // rows reused
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "core/case.h"
+#include "core/layer_io.h"
+#include "core/profile.h"
+
+namespace moefuzz {
+
+class OracleRowMemo {
+ public:
+  static constexpr int64_t kDefaultMaxBytes = int64_t{256} << 20;
+  explicit OracleRowMemo(const Profile& p, int64_t max_bytes = kDefaultMaxBytes)
+      : profile_(&p), max_bytes_(max_bytes) {}
+
+  struct Key {
+    uint64_t a = 0, b = 0;
+    bool operator==(const Key&) const = default;
+  };
+  // One row's intervals: GEMM2 output [H] lo and hi, then (when `intermediates`) the expectation and
+  // bound of its gemm1 [2I], activation [I] and gemm2 [H] stage rows.
+  struct Row {
+    bool intermediates = false;
+    std::vector<double> values;
+  };
+
+  const Profile& profile() const { return *profile_; }
+  // The row stored under k (nullptr: none, or one without the intermediates asked for).
+  const Row* find(const Key& k, bool need_intermediates);
+  void insert(const Key& k, Row row);
+  int64_t hits() const { return hits_; }
+  int64_t misses() const { return misses_; }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return static_cast<size_t>(k.a); }
+  };
+  const Profile* profile_;
+  int64_t max_bytes_;
+  int64_t bytes_ = 0, hits_ = 0, misses_ = 0;
+  std::unordered_map<Key, Row, KeyHash> rows_;
+};
+
+// The keys of one evaluation's rows: what reference_layer's stages read for row `er` of expert e.
+class OracleRowKeys {
+ public:
+  // kernel: the run the evaluation is conditioned on (nullptr: none).
+  OracleRowKeys(const Case& c, const Profile& p, const LayerResult* kernel);
+  OracleRowMemo::Key key(int64_t token, int64_t slot, int32_t expert);
+
+ private:
+  const Case& c_;
+  const LayerResult* kernel_;
+  uint64_t context_[2] = {0, 0};
+  std::vector<uint8_t> expert_done_;
+  std::vector<uint64_t> expert_hash_;  // [E + shared] x 2
+  bool activation_row_read_ = false;
+};
+
+}  // namespace moefuzz
