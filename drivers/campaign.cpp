@@ -298,11 +298,15 @@ std::string format_summary_table(const CampaignSummary& s) {
     out += fmt::format("interrupted by signal {}: the summary covers the cases completed before it\n",
                        s.interrupted_by);
   // The tightness of the verdicts that held (a failure's own ratio is in its finding).
-  out += fmt::format("{:<12} {:>8} {:>6} {:>8} {:>8} {:>9} {:>8} {:>20}\n", "invariant", "pass", "fail",
-                     "skip", "vacuous", "vacuous%", "not-eval", "max err/bound (pass)");
+  // time%: each invariant's share of the time spent in checks (where a check's time goes).
+  double total_seconds = 0;
+  for (const auto& [code, t] : s.tallies) total_seconds += t.seconds;
+  out += fmt::format("{:<12} {:>8} {:>6} {:>8} {:>8} {:>9} {:>8} {:>20} {:>6}\n", "invariant", "pass", "fail",
+                     "skip", "vacuous", "vacuous%", "not-eval", "max err/bound (pass)", "time%");
   for (const auto& [code, t] : s.tallies)
-    out += fmt::format("{:<12} {:>8} {:>6} {:>8} {:>8} {:>8.1f}% {:>8} {:>20.3g}\n", code, t.passed, t.failed,
-                       t.skipped, t.vacuous, 100 * t.vacuous_share(), t.not_evaluated, t.max_ratio);
+    out += fmt::format("{:<12} {:>8} {:>6} {:>8} {:>8} {:>8.1f}% {:>8} {:>20.3g} {:>5.1f}%\n", code, t.passed,
+                       t.failed, t.skipped, t.vacuous, 100 * t.vacuous_share(), t.not_evaluated, t.max_ratio,
+                       total_seconds > 0 ? 100 * t.seconds / total_seconds : 0.0);
   if (s.findings.empty()) {
     out += "no findings\n";
   } else {
@@ -331,7 +335,8 @@ nlohmann::json summary_json(const CampaignSummary& s) {
                              {"vacuous", t.vacuous},
                              {"vacuous_share", t.vacuous_share()},
                              {"not_evaluated", t.not_evaluated},
-                             {"max_ratio", t.max_ratio}};
+                             {"max_ratio", t.max_ratio},
+                             {"seconds", t.seconds}};
   j["reached"] = coverage_json(s.reached);
   j["findings"] = nlohmann::json::array();
   for (const auto& f : s.findings)

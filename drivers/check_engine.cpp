@@ -112,6 +112,13 @@ CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& o
     }
     std::optional<Verdict> fault;
     Verdict v;
+    const auto inv_start = std::chrono::steady_clock::now();
+    // Also when the check throws (a fault is still time spent on this invariant).
+    struct Timer {
+      double& into;
+      std::chrono::steady_clock::time_point t0;
+      ~Timer() { into += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
+    } timer{rep.seconds_by_invariant[inv->code], inv_start};
     try {
       v = inv->check(ctx);
     } catch (const KernelFault& f) {
@@ -156,6 +163,7 @@ CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& o
 }
 
 void tally(Tallies& t, const CaseReport& r) {
+  for (const auto& [code, seconds] : r.seconds_by_invariant) t[code].seconds += seconds;
   for (const auto& v : r.verdicts) {
     InvariantTally& x = t[v.invariant];
     switch (v.outcome) {

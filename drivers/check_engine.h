@@ -39,6 +39,9 @@ struct CheckOptions {
 struct CaseReport {
   std::vector<Verdict> verdicts;  // one per selected invariant, in registry order
   double seconds = 0;
+  // Wall seconds each invariant's check took (its kernel runs and oracle evaluations; the first
+  // invariant to need the baseline run and the oracle's evaluation of it pays for them).
+  std::map<std::string, double> seconds_by_invariant;
   // The kernel's guarded run on the case when an invariant needed it (most do), for callers that
   // would otherwise run the kernel again (the fuzz targets); empty when no invariant ran it.
   std::optional<LayerResult> baseline;
@@ -65,6 +68,7 @@ CaseReport fault_report(const Verdict& fault, const CheckOptions& options);
 struct InvariantTally {
   int64_t passed = 0, failed = 0, skipped = 0, vacuous = 0, not_evaluated = 0;
   double max_ratio = 0;  // max error/bound seen on passing cases (tightness)
+  double seconds = 0;    // wall seconds in its checks, summed over cases (and workers)
   // Share of the verdicts that checked something (pass, fail, vacuous) which were vacuous: a pass
   // that compared nothing, or whose bound would also accept a trivial corruption. 0 when none.
   double vacuous_share() const {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
+#include <set>
 
 #include "core/errors.h"
 #include "core/fp8_group_quant.h"
@@ -122,22 +124,53 @@ PipelineConfig config_for(const CaseRecipe& r, const Profile& p, int tactic) {
 }
 
 namespace {
+// Every run of a pipeline works on its thread's own default stream and allocates from the device's
+// stream-ordered pool: `check -j` workers sharing a GPU then neither wait on each other's work (the
+// legacy default stream, cudaMalloc and cudaFree synchronize the whole device) nor pay a driver
+// allocation per buffer and run.
+const cudaStream_t kStream = cudaStreamPerThread;
+
+// The pool keeps up to an eighth of the device's memory (at most 4 GiB) between runs instead of
+// returning it at every synchronization; set once per device.
+void keep_pool_memory() {
+  static std::mutex mu;
+  static std::set<int> done;
+  int dev = 0;
+  MOEFUZZ_CUDA_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  if (!done.insert(dev).second) return;
+  size_t free_bytes = 0, total_bytes = 0;
+  MOEFUZZ_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  cudaMemPool_t pool = nullptr;
+  MOEFUZZ_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, dev));
+  uint64_t keep = std::min<uint64_t>(total_bytes / 8, uint64_t{4} << 30);
+  MOEFUZZ_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+}
+
 template <typename T>
 T* device_alloc(std::vector<void*>& owned, int64_t count) {
   void* p = nullptr;
-  MOEFUZZ_CUDA_CHECK(cudaMalloc(&p, static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T)));
+  MOEFUZZ_CUDA_CHECK(
+      cudaMallocAsync(&p, static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T), kStream));
   owned.push_back(p);
   return static_cast<T*>(p);
 }
+// From pageable memory: returns once the bytes are staged (the source may then change).
 template <typename T>
 void upload(T* dst, const std::vector<T>& src) {
   if (!src.empty())
-    MOEFUZZ_CUDA_CHECK(cudaMemcpy(dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice));
+    MOEFUZZ_CUDA_CHECK(
+        cudaMemcpyAsync(dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice, kStream));
+}
+void download_bytes(void* dst, const void* src, size_t bytes) {
+  if (bytes == 0) return;
+  MOEFUZZ_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, kStream));
+  MOEFUZZ_CUDA_CHECK(cudaStreamSynchronize(kStream));
 }
 template <typename T>
 std::vector<T> download(const T* src, int64_t count) {
   std::vector<T> v(static_cast<size_t>(count));
-  if (count > 0) MOEFUZZ_CUDA_CHECK(cudaMemcpy(v.data(), src, v.size() * sizeof(T), cudaMemcpyDeviceToHost));
+  download_bytes(v.data(), src, v.size() * sizeof(T));
   return v;
 }
 }  // namespace
@@ -156,10 +189,11 @@ struct MoePipeline::Impl {
   int64_t w13_sf_per_expert = 0, w2_sf_per_expert = 0;
 
   ~Impl() {
-    for (void* p : owned) cudaFree(p);
+    for (void* p : owned) (void)cudaFreeAsync(p, kStream);
   }
 
   void allocate() {
+    keep_pool_memory();
     const PipelineConfig& c = cfg;
     const int64_t T = c.tokens, H = c.hidden, I = c.inter, E = c.experts, X = c.total_experts();
     const int64_t S = c.all_slots(), rows = c.max_rows();
@@ -224,8 +258,7 @@ struct MoePipeline::Impl {
 
   int64_t total_rows() const {
     int32_t v = 0;
-    MOEFUZZ_CUDA_CHECK(
-        cudaMemcpy(&v, b.expert_offset + cfg.total_experts(), sizeof(v), cudaMemcpyDeviceToHost));
+    download_bytes(&v, b.expert_offset + cfg.total_experts(), sizeof(v));
     return v;
   }
 
@@ -239,8 +272,10 @@ struct MoePipeline::Impl {
                     static_cast<size_t>(cols) * sizeof(T));
     } else {
       for (size_t i = 0; i < rows.size(); ++i)
-        MOEFUZZ_CUDA_CHECK(cudaMemcpy(out.data() + i * cols, buf + rows[i] * cols,
-                                      static_cast<size_t>(cols) * sizeof(T), cudaMemcpyDeviceToHost));
+        MOEFUZZ_CUDA_CHECK(cudaMemcpyAsync(out.data() + i * cols, buf + rows[i] * cols,
+                                           static_cast<size_t>(cols) * sizeof(T), cudaMemcpyDeviceToHost,
+                                           kStream));
+      MOEFUZZ_CUDA_CHECK(cudaStreamSynchronize(kStream));
     }
     return out;
   }
@@ -412,7 +447,7 @@ void MoePipeline::run() {
   Impl& m = *impl_;
   const PipelineConfig& c = m.cfg;
   const int64_t rows = c.max_rows();
-  cudaStream_t s = nullptr;
+  const cudaStream_t s = kStream;
   MOEFUZZ_CUDA_CHECK(
       cudaMemsetAsync(m.b.pair_row, 0xFF, static_cast<size_t>(c.pairs()) * sizeof(int64_t), s));
   if (c.fp8) {
