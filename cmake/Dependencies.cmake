@@ -14,6 +14,12 @@ moefuzz_require(CLI11 libcli11-dev)
 moefuzz_require(nlohmann_json nlohmann-json3-dev)
 moefuzz_require(Boost libboost-dev 1.74)  # header-only: Boost.Multiprecision
 moefuzz_require(rapidcheck librapidcheck-dev)  # generators live in the properties library
+# xxHash's XXH3, used header-only (core/content_hasher.h inlines it): no library to link.
+find_path(MOEFUZZ_XXHASH_INCLUDE_DIR xxhash.h)
+if(NOT MOEFUZZ_XXHASH_INCLUDE_DIR)
+  message(FATAL_ERROR "moefuzz: dependency 'xxhash' not found. Install the Debian package: "
+                      "apt-get install libxxhash-dev   (or run scripts/install-deps.sh)")
+endif()
 if(MOEFUZZ_BUILD_TESTS)
   moefuzz_require(GTest libgtest-dev)
 endif()

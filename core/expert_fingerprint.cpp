@@ -18,7 +18,7 @@ static_assert(sizeof(ExpertWeights) == 3 * sizeof(Nvfp4Matrix) + sizeof(Bf16Expe
                                            3 * sizeof(std::vector<float>),
               "ExpertWeights changed: hash the new field in add_expert_weights");
 
-void add_expert_weights(WordHash& h, const ExpertWeights& e) {
+void add_expert_weights(ContentHasher& h, const ExpertWeights& e) {
   const auto shape = [&](int64_t rows, int64_t cols) {
     const int64_t dims[2] = {rows, cols};
     h.add_bytes(dims, sizeof dims);

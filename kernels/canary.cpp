@@ -4,8 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include "core/content_hasher.h"
 #include "core/expert_fingerprint.h"
-#include "core/word_hash.h"
 
 namespace moefuzz {
 namespace {
@@ -24,7 +24,7 @@ float float_of(uint32_t b) {
 }  // namespace
 
 uint64_t case_fingerprint(const Case& c) {
-  WordHash f;
+  ContentHasher f;
   f.add(c.hidden);
   f.add(c.logits);
   f.add(c.bias);

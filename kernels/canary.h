@@ -52,7 +52,8 @@ struct GuardedRun {
 // Runs kernel.run_layer on guarded, poisoned output memory and checks it afterwards.
 GuardedRun run_guarded(const Kernel& kernel, const Case& c, const RunOptions& opts);
 
-// 64-bit FNV-1a over every tensor of the case (the input-modification check).
+// A 64-bit content hash (core/content_hasher.h) of every tensor of the case (the input-modification
+// check).
 uint64_t case_fingerprint(const Case& c);
 
 }  // namespace moefuzz

@@ -10,13 +10,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/content_hasher.h"
 #include "core/errors.h"
+#include "core/expert_fingerprint.h"
 #include "core/fp4_packing.h"
 #include "core/fp8_group_quant.h"
 #include "core/profile.h"
 #include "core/profile_json.h"
 #include "core/recipe_text.h"
-#include "core/word_hash.h"
 #include "kernels/composed_pipeline.h"
 #include "kernels/cpu/cpu_stages.h"
 #include "kernels/isolated_run.h"
@@ -68,65 +69,31 @@ json config_of(const CaseRecipe& r, const Profile* profile, const std::string& c
       {"contract", profile != nullptr ? profile_json(*profile) : json(nullptr)}};
 }
 
-std::string hex128(const WordHash& a, const WordHash& b) {
+std::string hex128(const ContentHasher& h) {
+  const Hash128 v = h.value128();
   char buf[40];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a.value()),
-                static_cast<unsigned long long>(b.value()));
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(v.high),
+                static_cast<unsigned long long>(v.low));
   return buf;
 }
 
-// 128-bit content keys: two independent WordHash seeds, so a cached tensor is never mistaken for
-// another (a 64-bit key would do statistically; two cost one more pass and remove the question).
+// 128-bit content keys (core/content_hasher.h), so a cached tensor is never mistaken for another.
 std::string inputs_key(const Case& c) {
-  WordHash a(1), b(2);
-  for (WordHash* h : {&a, &b}) {
-    h->add(c.hidden), h->add(c.logits), h->add(c.bias), h->add(c.token_ids), h->add(c.hash_table);
-    h->add(c.a1_scale), h->add(c.a2_scale);
-    const std::vector<int64_t> dims = {c.recipe.shape.tokens, c.recipe.shape.hidden, c.recipe.shape.experts,
-                                       c.recipe.shape.top_k, c.recipe.hash_vocab()};
-    h->add(dims);
-  }
-  return hex128(a, b);
+  ContentHasher h(1);
+  h.add(c.hidden), h.add(c.logits), h.add(c.bias), h.add(c.token_ids), h.add(c.hash_table);
+  h.add(c.a1_scale), h.add(c.a2_scale);
+  const std::vector<int64_t> dims = {c.recipe.shape.tokens, c.recipe.shape.hidden, c.recipe.shape.experts,
+                                     c.recipe.shape.top_k, c.recipe.hash_vocab()};
+  h.add(dims);
+  return hex128(h);
 }
-// Every weight format's tensors enter the key: a format left out would let two cases with different
-// weights share a key, and the worker would run one case on the other's cached weights (a false
-// finding blamed on the kernel). The assertion fails when ExpertWeights gains a member.
-static_assert(sizeof(ExpertWeights) == 3 * sizeof(Nvfp4Matrix) + sizeof(Bf16ExpertWeights) +
-                                           sizeof(Mxfp4ExpertWeights) + sizeof(Fp8ExpertWeights) +
-                                           3 * sizeof(std::vector<float>),
-              "weights_key must hash every weight format of ExpertWeights");
+// Every weight format's tensors enter the key (core/expert_fingerprint.h): a format left out would let
+// two cases with different weights share a key, and the worker would run one case on the other's
+// cached weights (a false finding blamed on the kernel).
 std::string weights_key(const Case& c) {
-  WordHash a(3), b(4);
-  for (WordHash* h : {&a, &b})
-    for (const ExpertWeights& e : c.experts) {
-      for (const Nvfp4Matrix* m : {&e.gate, &e.up, &e.down}) {
-        h->add(m->packed), h->add(m->scales);
-        const std::vector<int64_t> dims = {m->rows, m->cols};
-        h->add(dims);
-        h->add_bytes(&m->global_dequant, sizeof m->global_dequant);
-      }
-      for (const Bf16Matrix* m : {&e.bf16.gate, &e.bf16.up, &e.bf16.down}) {
-        h->add(m->bits);
-        const std::vector<int64_t> dims = {m->rows, m->cols};
-        h->add(dims);
-      }
-      for (const Mxfp4Quantized* m : {&e.mx.gate, &e.mx.up, &e.mx.down}) {
-        h->add(m->codes), h->add(m->scales);
-        const std::vector<int64_t> dims = {m->rows, m->cols};
-        h->add(dims);
-      }
-      for (const Fp8BlockQuantized* m : {&e.fp8.gate, &e.fp8.up, &e.fp8.down}) {
-        h->add(m->codes), h->add(m->scales);
-        const std::vector<int64_t> dims = {m->rows, m->cols};
-        h->add(dims);
-      }
-      for (const std::vector<float>* b : {&e.gate_bias, &e.up_bias, &e.down_bias}) {
-        h->add(*b);
-        const std::vector<int64_t> dims = {static_cast<int64_t>(b->size())};
-        h->add(dims);
-      }
-    }
-  return hex128(a, b);
+  ContentHasher h(3);
+  for (const ExpertWeights& e : c.experts) add_expert_weights(h, e);
+  return hex128(h);
 }
 
 WorkerMessage inputs_message(const Case& c, const std::string& key) {

@@ -2,15 +2,15 @@
 
 #include <string>
 
+#include "core/content_hasher.h"
 #include "core/expert_fingerprint.h"
 #include "core/recipe_text.h"
-#include "core/word_hash.h"
 
 namespace moefuzz {
 
 namespace {
 
-constexpr uint64_t kSeeds[2] = {0x6F7261636C65726Full, 0x726F776D656D6F32ull};  // "oraclerow", "rowmemo2"
+constexpr uint64_t kSeed = 0x726F776D656D6F31ull;  // "rowmemo1"
 
 int64_t row_bytes(const OracleRowMemo::Row& r) {
   return static_cast<int64_t>(r.values.size() * sizeof(double)) + 64;
@@ -42,7 +42,7 @@ void OracleRowMemo::insert(const Key& k, Row row) {
 }
 
 OracleRowKeys::OracleRowKeys(const Case& c, const Profile& p, const LayerResult* kernel)
-    : c_(c), kernel_(kernel), expert_done_(c.experts.size(), 0), expert_hash_(2 * c.experts.size(), 0) {
+    : c_(c), kernel_(kernel), expert_done_(c.experts.size(), 0), expert_hash_(c.experts.size()) {
   // The layer-wide inputs of a row: formats, dimensions, SwiGLU and bias flag (in the recipe's own text
   // form, so a field added there is keyed without a change here) and the profile.
   CaseRecipe layer;
@@ -53,11 +53,9 @@ OracleRowKeys::OracleRowKeys(const Case& c, const Profile& p, const LayerResult*
   layer.swiglu = c.recipe.swiglu;
   layer.expert_bias = c.recipe.expert_bias;
   const std::string text = to_text(layer);
-  for (int s = 0; s < 2; ++s) {
-    WordHash h(kSeeds[s]);
-    h.add_bytes(text.data(), text.size());
-    context_[s] = h.value();
-  }
+  ContentHasher h(kSeed);
+  h.add_bytes(text.data(), text.size());
+  context_ = h.value128();
   // quantize2 conditions a bf16-activation row on the kernel's exposed activation row when the
   // exposure has the case's shape (oracles/stages/quantize2.cpp).
   const ActivationFormat af = c.recipe.quant.activations;
@@ -70,53 +68,48 @@ OracleRowKeys::OracleRowKeys(const Case& c, const Profile& p, const LayerResult*
 OracleRowMemo::Key OracleRowKeys::key(int64_t token, int64_t slot, int32_t expert) {
   const size_t e = static_cast<size_t>(expert);
   if (!expert_done_[e]) {
-    for (int s = 0; s < 2; ++s) {
-      WordHash h(kSeeds[s]);
-      add_expert_weights(h, c_.experts[e]);
-      const float sq[2] = {c_.a1_scale_for(expert), c_.a2_scale_for(expert)};
-      h.add_bytes(sq, sizeof sq);
-      expert_hash_[2 * e + static_cast<size_t>(s)] = h.value();
-    }
+    ContentHasher h(kSeed);
+    add_expert_weights(h, c_.experts[e]);
+    const float sq[2] = {c_.a1_scale_for(expert), c_.a2_scale_for(expert)};
+    h.add_bytes(sq, sizeof sq);
+    expert_hash_[e] = h.value128();
     expert_done_[e] = 1;
   }
   const int64_t H = c_.recipe.shape.hidden, I = c_.recipe.shape.inter;
   const ActivationFormat af = c_.recipe.quant.activations;
   const bool kernel_row = kernel_ != nullptr && slot >= 0;
-  uint64_t out[2];
-  for (int s = 0; s < 2; ++s) {
-    WordHash h(kSeeds[s]);
-    const uint64_t head[3] = {context_[s], expert_hash_[2 * e + static_cast<size_t>(s)],
-                              static_cast<uint64_t>(slot >= 0)};
-    h.add_bytes(head, sizeof head);
-    h.add_bytes(c_.hidden.data() + token * H, static_cast<size_t>(H) * sizeof(uint16_t));
-    // The kernel's exposures the stages read for this row, each with a presence tag.
-    const auto tag = [&](bool present) {
-      const uint64_t t = present ? 0x50524553454E54ull : 0x4142534E54ull;
-      h.add_bytes(&t, sizeof t);
-      return present;
-    };
-    if (af == ActivationFormat::kNvfp4) {
-      for (const std::optional<QuantizedRows>* q :
-           {kernel_row ? &kernel_->fc1_input : nullptr, kernel_row ? &kernel_->fc2_input : nullptr}) {
-        if (!tag(kernel_row && q->has_value())) continue;
-        const int64_t cols = (*q)->cols;
-        h.add_bytes((*q)->packed.data() + slot * (cols / 2), static_cast<size_t>(cols / 2));
-        h.add_bytes((*q)->scales.data() + slot * (cols / 16), static_cast<size_t>(cols / 16));
-      }
-    } else if (af == ActivationFormat::kFp8Group) {
-      for (const std::optional<Fp8GroupQuantized>* q :
-           {kernel_row ? &kernel_->fc1_fp8 : nullptr, kernel_row ? &kernel_->fc2_fp8 : nullptr}) {
-        if (!tag(kernel_row && q->has_value())) continue;
-        const int64_t cols = (*q)->cols, groups = (*q)->groups_per_row();
-        h.add_bytes((*q)->codes.data() + slot * cols, static_cast<size_t>(cols));
-        h.add_bytes((*q)->scales.data() + slot * groups, static_cast<size_t>(groups) * sizeof(float));
-      }
-    } else if (tag(kernel_row && activation_row_read_)) {
-      h.add_bytes(kernel_->activation->data() + slot * I, static_cast<size_t>(I) * sizeof(float));
+  ContentHasher h(kSeed);
+  const uint64_t head[5] = {context_.low, context_.high, expert_hash_[e].low, expert_hash_[e].high,
+                            static_cast<uint64_t>(slot >= 0)};
+  h.add_bytes(head, sizeof head);
+  h.add_bytes(c_.hidden.data() + token * H, static_cast<size_t>(H) * sizeof(uint16_t));
+  // The kernel's exposures the stages read for this row, each with a presence tag.
+  const auto tag = [&](bool present) {
+    const uint64_t t = present ? 0x50524553454E54ull : 0x4142534E54ull;
+    h.add_bytes(&t, sizeof t);
+    return present;
+  };
+  if (af == ActivationFormat::kNvfp4) {
+    for (const std::optional<QuantizedRows>* q :
+         {kernel_row ? &kernel_->fc1_input : nullptr, kernel_row ? &kernel_->fc2_input : nullptr}) {
+      if (!tag(kernel_row && q->has_value())) continue;
+      const int64_t cols = (*q)->cols;
+      h.add_bytes((*q)->packed.data() + slot * (cols / 2), static_cast<size_t>(cols / 2));
+      h.add_bytes((*q)->scales.data() + slot * (cols / 16), static_cast<size_t>(cols / 16));
     }
-    out[s] = h.value();
+  } else if (af == ActivationFormat::kFp8Group) {
+    for (const std::optional<Fp8GroupQuantized>* q :
+         {kernel_row ? &kernel_->fc1_fp8 : nullptr, kernel_row ? &kernel_->fc2_fp8 : nullptr}) {
+      if (!tag(kernel_row && q->has_value())) continue;
+      const int64_t cols = (*q)->cols, groups = (*q)->groups_per_row();
+      h.add_bytes((*q)->codes.data() + slot * cols, static_cast<size_t>(cols));
+      h.add_bytes((*q)->scales.data() + slot * groups, static_cast<size_t>(groups) * sizeof(float));
+    }
+  } else if (tag(kernel_row && activation_row_read_)) {
+    h.add_bytes(kernel_->activation->data() + slot * I, static_cast<size_t>(I) * sizeof(float));
   }
-  return {out[0], out[1]};
+  const Hash128 k = h.value128();
+  return {k.low, k.high};
 }
 
 }  // namespace moefuzz

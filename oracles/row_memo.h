@@ -16,7 +16,7 @@
 // memoized row is the fresh row, bit for bit; tests/properties/oracle_reuse_test.cpp shows it on a
 // sweep.
 //
-// Keys are 128 bits (two independently seeded WordHash passes). A memo belongs to one profile
+// Keys are 128-bit content hashes (core/content_hasher.h). A memo belongs to one profile
 // (evaluations under another ignore it) and holds at most `max_bytes` of rows (later rows are not
 // kept); CheckContext keeps one per base case.
 //
@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "core/case.h"
+#include "core/content_hasher.h"
 #include "core/layer_io.h"
 #include "core/profile.h"
 
@@ -79,9 +80,9 @@ class OracleRowKeys {
  private:
   const Case& c_;
   const LayerResult* kernel_;
-  uint64_t context_[2] = {0, 0};
+  Hash128 context_;
   std::vector<uint8_t> expert_done_;
-  std::vector<uint64_t> expert_hash_;  // [E + shared] x 2
+  std::vector<Hash128> expert_hash_;  // [E + shared], hashed when first needed
   bool activation_row_read_ = false;
 };
 

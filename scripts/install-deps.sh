@@ -10,6 +10,7 @@ PACKAGES=(
   libgtest-dev librapidcheck-dev libbenchmark-dev
   libboost-dev                                 # Boost.Multiprecision (header-only)
   libcli11-dev libfmt-dev nlohmann-json3-dev
+  libxxhash-dev                                # XXH3 content hashes (core/content_hasher.h), header-only
   gnuplot-nox                                  # drift plots
   python3 python3-venv                         # Python kernels (py:) and their tests (scripts/python-env.sh)
   clang-format                                 # tests/format_check.sh (ctest format.clang_format)
