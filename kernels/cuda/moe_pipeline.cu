@@ -156,6 +156,9 @@ T* device_alloc(std::vector<void*>& owned, int64_t count) {
   return static_cast<T*>(p);
 }
 // From pageable memory: returns once the bytes are staged (the source may then change).
+void upload_bytes(void* dst, const void* src, size_t bytes) {
+  if (bytes > 0) MOEFUZZ_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, kStream));
+}
 template <typename T>
 void upload(T* dst, const std::vector<T>& src) {
   if (!src.empty())
@@ -309,8 +312,6 @@ struct MoePipeline::Impl {
     const int64_t H = cfg.hidden, I = cfg.inter, X = cfg.total_experts();
     const int64_t half_codes = I * H, half_scales = (I / kFp8WeightBlock) * (H / kFp8WeightBlock),
                   down_scales = (H / kFp8WeightBlock) * (I / kFp8WeightBlock);
-    std::vector<uint8_t> w13_codes(static_cast<size_t>(X * 2 * half_codes)),
-        w2_codes(static_cast<size_t>(X * H * I));
     std::vector<float> w13_scales(static_cast<size_t>(X * 2 * half_scales)),
         w2_scales(static_cast<size_t>(X * down_scales));
     for (int64_t e = 0; e < X; ++e) {
@@ -325,17 +326,15 @@ struct MoePipeline::Impl {
         throw InputError("cuda-fp8 kernel: case tensor 'experts' (FP8 shapes) has the wrong size");
       const Fp8BlockQuantized& first = cfg.up_first ? ew.up : ew.gate;
       const Fp8BlockQuantized& second = cfg.up_first ? ew.gate : ew.up;
-      std::copy(first.codes.begin(), first.codes.end(), w13_codes.begin() + e * 2 * half_codes);
-      std::copy(second.codes.begin(), second.codes.end(),
-                w13_codes.begin() + e * 2 * half_codes + half_codes);
+      upload_bytes(w13 + e * 2 * half_codes, first.codes.data(), static_cast<size_t>(half_codes));
+      upload_bytes(w13 + e * 2 * half_codes + half_codes, second.codes.data(),
+                   static_cast<size_t>(half_codes));
       std::copy(first.scales.begin(), first.scales.end(), w13_scales.begin() + e * 2 * half_scales);
       std::copy(second.scales.begin(), second.scales.end(),
                 w13_scales.begin() + e * 2 * half_scales + half_scales);
-      std::copy(ew.down.codes.begin(), ew.down.codes.end(), w2_codes.begin() + e * H * I);
+      upload_bytes(w2 + e * H * I, ew.down.codes.data(), static_cast<size_t>(H * I));
       std::copy(ew.down.scales.begin(), ew.down.scales.end(), w2_scales.begin() + e * down_scales);
     }
-    upload(w13, w13_codes);
-    upload(w2, w2_codes);
     upload(w13_fp8_scale, w13_scales);
     upload(w2_fp8_scale, w2_scales);
   }
@@ -381,9 +380,9 @@ void MoePipeline::upload_case(const Case& c) {
     return;
   }
 
-  std::vector<uint8_t> w13(static_cast<size_t>(X * 2 * I * (H / 2))),
-      w13_sf(static_cast<size_t>(X * m.w13_sf_per_expert));
-  std::vector<uint8_t> w2(static_cast<size_t>(X * H * (I / 2))),
+  // Codes go up straight from the case's matrices (no host staging copy of the largest tensors: a
+  // check runs the kernel ~20 times per case); the scales are swizzled on the host first.
+  std::vector<uint8_t> w13_sf(static_cast<size_t>(X * m.w13_sf_per_expert)),
       w2_sf(static_cast<size_t>(X * m.w2_sf_per_expert));
   std::vector<float> a1q(X), a2q(X), alpha1(2 * X), alpha2(X);
   for (int64_t e = 0; e < X; ++e) {
@@ -394,13 +393,16 @@ void MoePipeline::upload_case(const Case& c) {
     const Nvfp4Matrix& first = cfg.up_first ? ew.up : ew.gate;
     const Nvfp4Matrix& second = cfg.up_first ? ew.gate : ew.up;
     const size_t half = static_cast<size_t>(I * (H / 2));
-    std::memcpy(w13.data() + e * 2 * half, first.packed.data(), half);
-    std::memcpy(w13.data() + e * 2 * half + half, second.packed.data(), half);
+    need(first.packed.size() == half && second.packed.size() == half &&
+             ew.down.packed.size() == static_cast<size_t>(H * (I / 2)),
+         "experts (packed codes)");
+    upload_bytes(m.w13 + e * 2 * half, first.packed.data(), half);
+    upload_bytes(m.w13 + e * 2 * half + half, second.packed.data(), half);
     std::vector<uint8_t> lin(first.scales);
     lin.insert(lin.end(), second.scales.begin(), second.scales.end());
     const std::vector<uint8_t> sw = swizzle_128x4(lin, 2 * I, H / 16);
     std::memcpy(w13_sf.data() + e * m.w13_sf_per_expert, sw.data(), sw.size());
-    std::memcpy(w2.data() + e * H * (I / 2), ew.down.packed.data(), static_cast<size_t>(H * (I / 2)));
+    upload_bytes(m.w2 + e * H * (I / 2), ew.down.packed.data(), static_cast<size_t>(H * (I / 2)));
     const std::vector<uint8_t> sw2 = swizzle_128x4(ew.down.scales, H, I / 16);
     std::memcpy(w2_sf.data() + e * m.w2_sf_per_expert, sw2.data(), sw2.size());
     a1q[e] = c.a1_scale_for(e);
@@ -412,9 +414,7 @@ void MoePipeline::upload_case(const Case& c) {
     alpha1[2 * e + 1] = a1d * second.global_dequant;
     alpha2[e] = a2d * ew.down.global_dequant;
   }
-  upload(m.w13, w13);
   upload(m.w13_sf, w13_sf);
-  upload(m.w2, w2);
   upload(m.w2_sf, w2_sf);
   upload(m.a1q, a1q);
   upload(m.a2q, a2q);
