@@ -10,6 +10,13 @@
 
 namespace moefuzz {
 
+bool any_element_outside_bound(const std::vector<double>& got, const std::vector<double>& expected,
+                               const std::vector<double>& bound) {
+  for (size_t i = 0; i < got.size(); ++i)
+    if (element_outside_bound(got[i], expected[i], bound[i])) return true;
+  return false;
+}
+
 Verdict compare_elementwise(const std::string& invariant, const std::string& stage,
                             const std::vector<double>& got, const std::vector<double>& expected,
                             const std::vector<double>& bound, int64_t rows, int64_t cols,
@@ -30,9 +37,7 @@ Verdict compare_elementwise(const std::string& invariant, const std::string& sta
       const bool finite_mismatch = !std::isfinite(got[i]) && std::isfinite(expected[i]);
       const double ratio = finite_mismatch ? INFINITY : e.ratio();
       // An infinite expectation (an exact overflow every correct kernel shares) holds only itself.
-      const bool over =
-          finite_mismatch || (std::isfinite(expected[i]) ? !(std::fabs(got[i] - expected[i]) <= bound[i])
-                                                         : got[i] != expected[i]);
+      const bool over = element_outside_bound(got[i], expected[i], bound[i]);
       if (!std::isnan(ratio)) v.max_ratio = std::max(v.max_ratio, ratio);
       if (over) {
         ++failing;

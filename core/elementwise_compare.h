@@ -8,6 +8,7 @@
 // Example:
 //   moefuzz::Verdict v = moefuzz::compare_elementwise("PERM", "output", got, expected, bound, T, H);
 //   // v.outcome == kFail with v.worst.where = {.token = t, .element = h} when |got-expected| > bound
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -27,6 +28,18 @@ Verdict compare_elementwise(const std::string& invariant, const std::string& sta
                             const std::vector<double>& got, const std::vector<double>& expected,
                             const std::vector<double>& bound, int64_t rows, int64_t cols,
                             const ElementLocator& locate = nullptr);
+
+// Whether one element fails compare_elementwise's test: false where there is no expectation (NaN
+// expected, infinite bound); a non-finite got against a finite expectation fails; an infinite
+// expectation holds only itself.
+inline bool element_outside_bound(double got, double expected, double bound) {
+  if (std::isnan(expected) || std::isinf(bound)) return false;
+  if (!std::isfinite(got) && std::isfinite(expected)) return true;
+  return std::isfinite(expected) ? !(std::fabs(got - expected) <= bound) : got != expected;
+}
+// compare_elementwise(...).failed() without building its report (vacuity probes call this often).
+bool any_element_outside_bound(const std::vector<double>& got, const std::vector<double>& expected,
+                               const std::vector<double>& bound);
 
 // Bitwise equality of two outputs (the relation of REPEAT, CANARY and BATCH for kernels that claim
 // it): every element compared, any differing bit pattern (NaN payloads, the sign of zero) fails.

@@ -14,6 +14,7 @@
 //   if (!g.canary.clean()) std::cerr << g.canary.summary() << "\n";
 //   use(g.result.output);
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/case.h"
@@ -49,8 +50,12 @@ struct GuardedRun {
   CanaryReport canary;
 };
 
-// Runs kernel.run_layer on guarded, poisoned output memory and checks it afterwards.
-GuardedRun run_guarded(const Kernel& kernel, const Case& c, const RunOptions& opts);
+// Runs kernel.run_layer on guarded, poisoned output memory and checks it afterwards. The input check
+// hashes the whole case before and after the run: `fingerprint` is case_fingerprint(c) when the caller
+// knows it (saves the first hash); `check_input` false skips both (input_modified stays false) for a
+// caller that does not read it.
+GuardedRun run_guarded(const Kernel& kernel, const Case& c, const RunOptions& opts,
+                       std::optional<uint64_t> fingerprint = std::nullopt, bool check_input = true);
 
 // A 64-bit content hash (core/content_hasher.h) of every tensor of the case (the input-modification
 // check).

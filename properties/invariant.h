@@ -43,7 +43,8 @@ class CheckContext {
   uint64_t input_hash_at_start() const { return input_hash_; }
   // The kernel's run on the base case (guarded: poisoned outputs, canary bands), computed once.
   const LayerResult& baseline();
-  // A run of the kernel on another (transformed) case with the same options, guarded.
+  // A run of the kernel on another (transformed) case with the same options, guarded (poisoned output,
+  // guard bands); the input check is the baseline run's and CANARY's.
   LayerResult run(const Case& c, const RunOptions* opts = nullptr) const;
   // Faults in the baseline run (canary violations, unwritten outputs, plugin crash), "" if none.
   const std::string& baseline_fault();
