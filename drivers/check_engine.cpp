@@ -112,13 +112,12 @@ CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& o
     }
     std::optional<Verdict> fault;
     Verdict v;
-    const auto inv_start = std::chrono::steady_clock::now();
     // Also when the check throws (a fault is still time spent on this invariant).
     struct Timer {
       double& into;
-      std::chrono::steady_clock::time_point t0;
+      std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
       ~Timer() { into += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); }
-    } timer{rep.seconds_by_invariant[inv->code], inv_start};
+    } timer{rep.seconds_by_invariant[inv->code]};
     try {
       v = inv->check(ctx);
     } catch (const KernelFault& f) {

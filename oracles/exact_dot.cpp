@@ -704,7 +704,7 @@ void weighted_abs_sum_rows(const double* const* r, int na, PackedNvfp4Row w, dou
   }
   bool done = false;
 #if defined(__x86_64__)
-  if (cpu_has_avx2() && cpu_has_fma() && na >= 1 && na <= 8) {
+  if (cpu_has_avx2() && cpu_has_fma()) {
     done = true;
     for (int k0 = 0; k0 < na; k0 += 4) {  // groups of at most 4 rows (one weight decode each)
       switch (std::min(4, na - k0)) {

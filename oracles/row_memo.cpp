@@ -12,6 +12,7 @@ namespace {
 
 constexpr uint64_t kSeed = 0x726F776D656D6F31ull;  // "rowmemo1"
 
+// What a kept row costs: its values plus about what the hash map spends per entry (node, key, bucket).
 int64_t row_bytes(const OracleRowMemo::Row& r) {
   return static_cast<int64_t>(r.values.size() * sizeof(double)) + 64;
 }
@@ -42,7 +43,7 @@ void OracleRowMemo::insert(const Key& k, Row row) {
 }
 
 OracleRowKeys::OracleRowKeys(const Case& c, const Profile& p, const LayerResult* kernel)
-    : c_(c), kernel_(kernel), expert_done_(c.experts.size(), 0), expert_hash_(c.experts.size()) {
+    : c_(c), kernel_(kernel), expert_hash_(c.experts.size()) {
   // The layer-wide inputs of a row: formats, dimensions, SwiGLU and bias flag (in the recipe's own text
   // form, so a field added there is keyed without a change here) and the profile.
   CaseRecipe layer;
@@ -67,19 +68,18 @@ OracleRowKeys::OracleRowKeys(const Case& c, const Profile& p, const LayerResult*
 
 OracleRowMemo::Key OracleRowKeys::key(int64_t token, int64_t slot, int32_t expert) {
   const size_t e = static_cast<size_t>(expert);
-  if (!expert_done_[e]) {
+  if (!expert_hash_[e]) {
     ContentHasher h(kSeed);
     add_expert_weights(h, c_.experts[e]);
     const float sq[2] = {c_.a1_scale_for(expert), c_.a2_scale_for(expert)};
     h.add_bytes(sq, sizeof sq);
     expert_hash_[e] = h.value128();
-    expert_done_[e] = 1;
   }
   const int64_t H = c_.recipe.shape.hidden, I = c_.recipe.shape.inter;
   const ActivationFormat af = c_.recipe.quant.activations;
   const bool kernel_row = kernel_ != nullptr && slot >= 0;
   ContentHasher h(kSeed);
-  const uint64_t head[5] = {context_.low, context_.high, expert_hash_[e].low, expert_hash_[e].high,
+  const uint64_t head[5] = {context_.low, context_.high, expert_hash_[e]->low, expert_hash_[e]->high,
                             static_cast<uint64_t>(slot >= 0)};
   h.add_bytes(head, sizeof head);
   h.add_bytes(c_.hidden.data() + token * H, static_cast<size_t>(H) * sizeof(uint16_t));

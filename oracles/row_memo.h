@@ -25,6 +25,7 @@
 //   moefuzz::OracleEvaluation a = moefuzz::evaluate(c, profile, run, &memo);
 //   moefuzz::OracleEvaluation b = moefuzz::evaluate(permuted, profile, permuted_run, &memo);  // rows reused
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 #include <vector>
 
@@ -81,8 +82,7 @@ class OracleRowKeys {
   const Case& c_;
   const LayerResult* kernel_;
   Hash128 context_;
-  std::vector<uint8_t> expert_done_;
-  std::vector<Hash128> expert_hash_;  // [E + shared], hashed when first needed
+  std::vector<std::optional<Hash128>> expert_hash_;  // [E + shared], hashed when first needed
   bool activation_row_read_ = false;
 };
 

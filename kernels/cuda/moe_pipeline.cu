@@ -161,9 +161,7 @@ void upload_bytes(void* dst, const void* src, size_t bytes) {
 }
 template <typename T>
 void upload(T* dst, const std::vector<T>& src) {
-  if (!src.empty())
-    MOEFUZZ_CUDA_CHECK(
-        cudaMemcpyAsync(dst, src.data(), src.size() * sizeof(T), cudaMemcpyHostToDevice, kStream));
+  upload_bytes(dst, src.data(), src.size() * sizeof(T));
 }
 void download_bytes(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;

@@ -294,6 +294,8 @@ TEST(ExactDot, WeightedAbsSumRowsDoesNotDependOnTheOtherRows) {
     for (int64_t b = 0; b < cols / 16; ++b)
       if ((m.scale(0, b) & 0x7F) == 0x7F) m.scale(0, b) = 0x38;  // finite: NaN rows are all NaN anyway
     Stream s(seed, "rows");
+    // Flip radii of the size an unconditioned FC2 input gives (any magnitude would do: the test
+    // compares bits, no tolerance).
     std::vector<std::vector<double>> r(8, std::vector<double>(static_cast<size_t>(cols)));
     for (size_t k = 0; k < 8; ++k)
       for (int64_t i = 0; i < cols; ++i)
