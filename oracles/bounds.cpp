@@ -161,6 +161,38 @@ double Nvfp4Envelope::radius(size_t i, double center) const {
   return std::max(hi[i] - center, center - lo[i]);
 }
 
+namespace {
+
+// The admissible E4M3 byte range of one block of 16 elements (every variant, SPEC.md §1.5): from the
+// smallest and largest amax any input inside the intervals gives. `amax_c` is the center's amax.
+struct BlockScaleRange {
+  uint8_t lo, hi;
+  double amax_c;
+};
+BlockScaleRange block_scale_range(const double* lo, const double* hi, const double* center, float s_q) {
+  double amax_lo = 0, amax_hi = 0, amax_c = 0;
+  for (size_t i = 0; i < 16; ++i) {
+    const double mlo = (lo[i] <= 0 && hi[i] >= 0) ? 0.0 : std::min(std::fabs(lo[i]), std::fabs(hi[i]));
+    amax_lo = std::max(amax_lo, mlo);
+    amax_hi = std::max(amax_hi, std::max(std::fabs(lo[i]), std::fabs(hi[i])));
+    if (center != nullptr)
+      amax_c = std::max(amax_c, std::fabs(static_cast<double>(static_cast<float>(center[i]))));
+  }
+  const float alo = float_down(amax_lo), ahi = float_up(amax_hi);
+  return {std::min(scale_byte_fast(alo, s_q), scale_byte_exact(alo, s_q)),
+          std::max(scale_byte_fast(ahi, s_q), scale_byte_exact(ahi, s_q)), amax_c};
+}
+
+}  // namespace
+
+bool nvfp4_indeterminate(std::span<const double> lo, std::span<const double> hi, float s_q) {
+  if (!(s_q > 0) || !std::isfinite(s_q)) return true;
+  const size_t n = lo.size() / 16 * 16;  // the envelope reads whole blocks only
+  for (size_t i = 0; i < n; ++i)
+    if (!std::isfinite(lo[i]) || !std::isfinite(hi[i])) return true;
+  return false;
+}
+
 Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double> hi,
                              std::span<const double> center, float s_q) {
   const size_t n = lo.size();
@@ -171,28 +203,16 @@ Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double>
   env.hi.assign(n, 0);
   env.scale_lo.assign(n / 16, 0);
   env.scale_hi.assign(n / 16, 0);
-  if (!(s_q > 0) || !std::isfinite(s_q)) {
+  if (nvfp4_indeterminate(lo, hi, s_q)) {
     env.indeterminate = true;
     return env;
   }
   for (size_t b = 0; b < n / 16; ++b) {
-    double amax_lo = 0, amax_hi = 0, amax_c = 0;
-    for (size_t i = 16 * b; i < 16 * b + 16; ++i) {
-      if (!std::isfinite(lo[i]) || !std::isfinite(hi[i])) {
-        env.indeterminate = true;
-        return env;
-      }
-      const double mlo = (lo[i] <= 0 && hi[i] >= 0) ? 0.0 : std::min(std::fabs(lo[i]), std::fabs(hi[i]));
-      amax_lo = std::max(amax_lo, mlo);
-      amax_hi = std::max(amax_hi, std::max(std::fabs(lo[i]), std::fabs(hi[i])));
-      amax_c = std::max(amax_c, std::fabs(static_cast<double>(static_cast<float>(center[i]))));
-    }
-    const float alo = float_down(amax_lo), ahi = float_up(amax_hi);
-    const uint8_t blo = std::min(scale_byte_fast(alo, s_q), scale_byte_exact(alo, s_q));
-    const uint8_t bhi = std::max(scale_byte_fast(ahi, s_q), scale_byte_exact(ahi, s_q));
+    const BlockScaleRange sr = block_scale_range(&lo[16 * b], &hi[16 * b], &center[16 * b], s_q);
+    const uint8_t blo = sr.lo, bhi = sr.hi;
     env.scale_lo[b] = blo;
     env.scale_hi[b] = bhi;
-    const uint8_t bc = std::clamp(scale_byte_fast(static_cast<float>(amax_c), s_q), blo, bhi);
+    const uint8_t bc = std::clamp(scale_byte_fast(static_cast<float>(sr.amax_c), s_q), blo, bhi);
     env.center_scales[b] = bc;
     for (size_t i = 16 * b; i < 16 * b + 16; ++i) {
       env.lo[i] = kInf;
@@ -226,17 +246,16 @@ Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double>
 
 int64_t nvfp4_admits(std::span<const double> lo, std::span<const double> hi, float s_q,
                      std::span<const uint8_t> codes, std::span<const uint8_t> scales) {
-  std::vector<double> center(lo.size());
-  for (size_t i = 0; i < lo.size(); ++i) center[i] = lo[i];
-  const Nvfp4Envelope env = nvfp4_envelope(lo, hi, center, s_q);
-  if (env.indeterminate) return kAdmitted;  // nothing can be said about non-finite inputs
+  // The envelope's block scale ranges and code ranges, without the per-element hull over every
+  // admissible byte (only the kernel's byte matters here).
+  if (nvfp4_indeterminate(lo, hi, s_q)) return kAdmitted;  // nothing can be said about non-finite inputs
   for (size_t b = 0; b < lo.size() / 16; ++b) {
+    const BlockScaleRange sr = block_scale_range(&lo[16 * b], &hi[16 * b], nullptr, s_q);
     const uint8_t kb = scales[b];
     const float sfd = e4m3_to_float(kb);
     const bool zero_scale = sfd == 0.0f;
     // Positive bytes are ordered like their values; a zero byte of either sign is the zero scale.
-    const bool byte_ok =
-        zero_scale ? env.scale_lo[b] == 0 : (kb <= 0x7E && kb >= env.scale_lo[b] && kb <= env.scale_hi[b]);
+    const bool byte_ok = zero_scale ? sr.lo == 0 : (kb <= 0x7E && kb >= sr.lo && kb <= sr.hi);
     if (!byte_ok) return -1 - static_cast<int64_t>(b);
     if (zero_scale) continue;  // every code decodes to 0
     const BlockQuant q(s_q, sfd);

@@ -133,6 +133,9 @@ struct Nvfp4Envelope {
 // `center`: a representative point inside (e.g. the oracle's value); `s_q`: the quantization scale.
 Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double> hi,
                              std::span<const double> center, float s_q);
+// True when nothing can be said about the row's quantization (a non-finite input or scale): the
+// envelope's `indeterminate`, without computing the envelope.
+bool nvfp4_indeterminate(std::span<const double> lo, std::span<const double> hi, float s_q);
 // First element (or -1 - block for a scale byte) whose kernel decision lies outside the envelope;
 // kAdmitted when all are admissible. Codes are unpacked (one per element), 0x0 == 0x8.
 inline constexpr int64_t kAdmitted = INT64_MIN;

@@ -40,15 +40,20 @@ Verdict inadmissible_code(const char* stage, const ExpandedRow& r, int64_t where
 }
 
 bool quantize_row(const char* stage, const ExpandedRow& er, int64_t j, std::span<const double> lo,
-                  std::span<const double> hi, const Nvfp4Envelope& env, float s_q,
+                  std::span<const double> hi, std::span<const double> center, float s_q,
                   const std::optional<QuantizedRows>* exposed, QuantizedInputs& q, Verdict& fail,
-                  const std::vector<std::pair<int32_t, double>>* flips) {
+                  const Nvfp4Envelope* env, const std::vector<std::pair<int32_t, double>>* flips) {
   const int64_t cols = static_cast<int64_t>(lo.size());
   const bool use_kernel = exposed != nullptr && exposed->has_value() && er.slot >= 0;
-  if (env.indeterminate) {
+  if (env != nullptr ? env->indeterminate : nvfp4_indeterminate(lo, hi, s_q)) {
     q.indeterminate[static_cast<size_t>(j)] = 1;
     return true;
   }
+  std::optional<Nvfp4Envelope> computed;
+  const auto envelope = [&]() -> const Nvfp4Envelope& {
+    if (env == nullptr) env = &computed.emplace(nvfp4_envelope(lo, hi, center, s_q));
+    return *env;
+  };
   if (use_kernel) {
     const QuantizedRows& k = **exposed;
     const std::span<const uint8_t> packed(k.packed.data() + er.slot * (cols / 2),
@@ -58,19 +63,20 @@ bool quantize_row(const char* stage, const ExpandedRow& er, int64_t j, std::span
     const std::vector<uint8_t> codes = unpack_fp4(packed);
     const int64_t bad = nvfp4_admits(lo, hi, s_q, codes, scales);
     if (bad != kAdmitted) {
-      fail = inadmissible_code(stage, er, bad, env, codes, scales);
+      fail = inadmissible_code(stage, er, bad, envelope(), codes, scales);
       return false;
     }
     q.rows.set_row(j, codes, scales);
     return true;
   }
-  q.rows.set_row(j, env.center_codes, env.center_scales);
+  const Nvfp4Envelope& e = envelope();
+  q.rows.set_row(j, e.center_codes, e.center_scales);
   if (flips != nullptr) {
     q.flips[static_cast<size_t>(j)] = *flips;
     return true;
   }
   for (int64_t i = 0; i < cols; ++i) {
-    const double r = env.radius(static_cast<size_t>(i), q.rows.operand(j, i));
+    const double r = e.radius(static_cast<size_t>(i), q.rows.operand(j, i));
     if (r > 0) q.flips[static_cast<size_t>(j)].push_back({static_cast<int32_t>(i), r});
   }
   return true;
@@ -144,18 +150,19 @@ Fc1Input quantize_fc1(const Case& c, const ExpertRows& rows, float sq1,
         out.bf16[static_cast<size_t>(j * H + i)] = static_cast<float>(xd[static_cast<size_t>(i)]);
       continue;
     }
-    // The exact input is a point: its envelope is every correct quantizer's outcome.
+    // The exact input is a point: its envelope is every correct quantizer's outcome (computed per
+    // token, and only where the kernel's codes are not admitted instead).
+    const bool use_kernel = kernel_codes != nullptr && kernel_codes->has_value() && er.slot >= 0;
     Fc1Memo::Token scratch;
     Fc1Memo::Token& te = memo.token(er.token, scratch);
-    if (!te.have || !(te.sq == sq1)) {
+    if (!use_kernel && (!te.have || !(te.sq == sq1))) {
       te.env = nvfp4_envelope(xd, xd, xd, sq1);
       te.sq = sq1;
       te.have = true;
       te.have_flips = false;
     }
-    const bool use_kernel = kernel_codes != nullptr && kernel_codes->has_value() && er.slot >= 0;
-    if (!quantize_row("fc1_quant", er, j, xd, xd, te.env, sq1, kernel_codes, out.quantized, out.admissibility,
-                      te.have_flips ? &te.flips : nullptr))
+    if (!quantize_row("fc1_quant", er, j, xd, xd, xd, sq1, kernel_codes, out.quantized, out.admissibility,
+                      use_kernel ? nullptr : &te.env, te.have_flips ? &te.flips : nullptr))
       return out;
     if (!te.have_flips && !use_kernel && !te.env.indeterminate) {
       te.flips = out.quantized.flips[static_cast<size_t>(j)];

@@ -68,8 +68,8 @@ Fc2Input quantize_fc2(const Case& c, const ExpertRows& rows, float sq2, const Ac
       }
     } else if (h.nan[static_cast<size_t>(j)]) {
       out.quantized.indeterminate[static_cast<size_t>(j)] = 1;
-    } else if (!quantize_row("fc2_quant", rows.row(j), j, hlo, hhi, nvfp4_envelope(hlo, hhi, hc, sq2), sq2,
-                             kernel_codes, out.quantized, out.admissibility)) {
+    } else if (!quantize_row("fc2_quant", rows.row(j), j, hlo, hhi, hc, sq2, kernel_codes, out.quantized,
+                             out.admissibility)) {
       return out;
     }
   }
