@@ -92,8 +92,9 @@ struct DrawnCase {
   enum class Kind { kChecked, kUnsupported, kTimeUp, kInterrupted, kOutOfMemory };
   Kind kind = Kind::kChecked;
   CaseRecipe recipe;
-  std::string unsupported;  // kUnsupported: why
-  CaseReport report;        // kChecked
+  std::string unsupported;        // kUnsupported: why
+  CaseReport report;              // kChecked
+  double generation_seconds = 0;  // materializing the case
 };
 
 }  // namespace
@@ -201,7 +202,14 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
         d.report = fault_report(*supports_fault, co);
       } else {
         const MemoryGate::Hold hold(memory, estimate_check_bytes(d.recipe));
-        d.report = check_case(k, materialize(d.recipe, o.max_case_bytes), co);
+        const PhaseSeconds at_start = thread_phase_seconds();
+        std::optional<Case> c;
+        {
+          const PhaseTimer timer(Phase::kGeneration);
+          c.emplace(materialize(d.recipe, o.max_case_bytes));
+        }
+        d.report = check_case(k, *c, co);
+        d.generation_seconds = (thread_phase_seconds() - at_start).generation;
       }
       d.report.baseline.reset();  // not needed here; results wait in memory for their commit
     } catch (const Interrupted&) {
@@ -254,6 +262,9 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
     consecutive_unsupported = 0;
     const CaseReport& rep = d.report;
     tally(s.tallies, rep);
+    s.phases += rep.phases;
+    s.phases.generation += d.generation_seconds;
+    s.worker_seconds += rep.seconds + d.generation_seconds;
     note_case(s.reached, d.recipe);
     ++s.cases;
     if (rep.failed()) {
@@ -307,6 +318,14 @@ std::string format_summary_table(const CampaignSummary& s) {
     out += fmt::format("{:<12} {:>8} {:>6} {:>8} {:>8} {:>8.1f}% {:>8} {:>20.3g} {:>5.1f}%\n", code, t.passed,
                        t.failed, t.skipped, t.vacuous, 100 * t.vacuous_share(), t.not_evaluated, t.max_ratio,
                        total_seconds > 0 ? 100 * t.seconds / total_seconds : 0.0);
+  if (s.worker_seconds > 0) {
+    const auto pct = [&](double x) { return 100 * x / s.worker_seconds; };
+    out += fmt::format(
+        "worker time: kernel runs {:.0f}%, oracle {:.0f}%, case generation {:.0f}%, the rest {:.0f}% "
+        "(transforms, comparisons, waits)\n",
+        pct(s.phases.kernel), pct(s.phases.oracle), pct(s.phases.generation),
+        pct(std::max(0.0, s.worker_seconds - s.phases.total())));
+  }
   if (s.findings.empty()) {
     out += "no findings\n";
   } else {
@@ -338,6 +357,10 @@ nlohmann::json summary_json(const CampaignSummary& s) {
                              {"max_ratio", t.max_ratio}};
   // Apart from the verdicts' tallies, which the seed alone determines: timings vary run to run.
   for (const auto& [code, t] : s.tallies) j["seconds_by_invariant"][code] = t.seconds;
+  j["seconds_by_phase"] = {{"kernel", s.phases.kernel},
+                           {"oracle", s.phases.oracle},
+                           {"generation", s.phases.generation},
+                           {"other", std::max(0.0, s.worker_seconds - s.phases.total())}};
   j["reached"] = coverage_json(s.reached);
   j["findings"] = nlohmann::json::array();
   for (const auto& f : s.findings)

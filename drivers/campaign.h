@@ -84,6 +84,10 @@ struct CampaignSummary {
   double seconds = 0;
   int interrupted_by = 0;  // the signal (SIGINT, SIGTERM) that stopped the campaign early, else 0
   Tallies tallies;
+  // Worker time by kind of work (core/phase_clock.h) and in all (checks plus case generation): the
+  // rest of worker_seconds is case transforms, comparisons and waits.
+  PhaseSeconds phases;
+  double worker_seconds = 0;
   RunCoverage reached;  // routing modes, profiles, shape classes and hostile corners of the checked cases
   std::vector<Finding> findings;
 };

@@ -94,6 +94,7 @@ std::string supports_or_fault(const Kernel& kernel, const CaseRecipe& recipe, st
 
 CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  const PhaseSeconds phases_at_start = thread_phase_seconds();
   CaseReport rep;
   CheckContext ctx(kernel, c, options.run, options.profile);
   ctx.set_oracle_reuse(options.oracle_reuse);
@@ -157,6 +158,7 @@ CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& o
     if (v.failed() && options.stop_at_first_failure) break;
   }
   rep.baseline = ctx.take_baseline();
+  rep.phases = thread_phase_seconds() - phases_at_start;
   rep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return rep;
 }

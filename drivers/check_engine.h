@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/case.h"
+#include "core/phase_clock.h"
 #include "core/verdict.h"
 #include "kernels/kernel.h"
 #include "properties/invariant.h"
@@ -42,6 +43,8 @@ struct CaseReport {
   // Wall seconds each invariant's check took (its kernel runs and oracle evaluations; the first
   // invariant to need the baseline run and the oracle's evaluation of it pays for them).
   std::map<std::string, double> seconds_by_invariant;
+  // The same time by kind of work (core/phase_clock.h): kernel runs, oracle evaluations.
+  PhaseSeconds phases;
   // The kernel's guarded run on the case when an invariant needed it (most do), for callers that
   // would otherwise run the kernel again (the fuzz targets); empty when no invariant ran it.
   std::optional<LayerResult> baseline;

@@ -6,6 +6,7 @@
 
 #include "core/content_hasher.h"
 #include "core/expert_fingerprint.h"
+#include "core/phase_clock.h"
 
 namespace moefuzz {
 namespace {
@@ -53,6 +54,7 @@ std::string CanaryReport::summary() const {
 
 GuardedRun run_guarded(const Kernel& kernel, const Case& c, const RunOptions& opts,
                        std::optional<uint64_t> fingerprint, bool check_input) {
+  const PhaseTimer timer(Phase::kKernel);
   const int64_t n = c.recipe.shape.tokens * c.recipe.shape.hidden;
   const int64_t band = kCanaryBandFloats;
   const float poison = float_of(opts.poison_bits), sentinel = float_of(kCanaryBandBits);

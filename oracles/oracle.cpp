@@ -1,5 +1,6 @@
 #include "oracles/oracle.h"
 
+#include "core/phase_clock.h"
 #include "oracles/layer_ref.h"
 #include "oracles/stages/route.h"
 
@@ -42,6 +43,7 @@ Verdict first_broken_stage(const Case& c, const Profile& p, const LayerResult& k
 }  // namespace
 
 OracleEvaluation evaluate(const Case& c, const Profile& p, const LayerResult& kernel, OracleRowMemo* memo) {
+  const PhaseTimer timer(Phase::kOracle);
   OracleEvaluation ev;
   stages::RouteStage route = stages::route(c, p, kernel.routing);
   if (!route.admissibility.passed()) {

@@ -93,7 +93,12 @@ TEST_F(CheckCli, SameSeedSameSummary) {
                  "--json", p.string()});
   nlohmann::json ja = nlohmann::json::parse(moefuzz::file_text(a)),
                  jb = nlohmann::json::parse(moefuzz::file_text(b));
-  for (const char* timing : {"seconds", "seconds_by_invariant"}) {
+  // Where the time went: the kernel's runs and the oracle's evaluations each took some of it.
+  for (const char* phase : {"kernel", "oracle", "generation", "other"})
+    EXPECT_GE(ja.at("seconds_by_phase").at(phase).get<double>(), 0.0) << phase;
+  EXPECT_GT(ja.at("seconds_by_phase").at("kernel").get<double>(), 0.0);
+  EXPECT_GT(ja.at("seconds_by_phase").at("oracle").get<double>(), 0.0);
+  for (const char* timing : {"seconds", "seconds_by_invariant", "seconds_by_phase"}) {
     ASSERT_TRUE(ja.contains(timing)) << timing;
     ja.erase(timing);
     jb.erase(timing);
