@@ -15,12 +15,15 @@
 // Example: build/release/bin/moefuzz_cuda_bench --benchmark_filter='GemmDecode/T:16/'
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <string>
+#include <vector>
 
 #include "core/case.h"
 #include "core/recipe.h"
 #include "kernels/cuda/cuda_kernel.h"
 #include "kernels/cuda/moe_pipeline.h"
+#include "kernels/cuda/pipeline_result.h"
 
 namespace moefuzz {
 namespace {
@@ -94,6 +97,65 @@ void BM_CudaLayer_M(benchmark::State& state) {
 }
 BENCHMARK(BM_CudaLayer_M)
     ->Name("BM_CudaLayer/M")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(5);
+
+// BM_CudaLayer/M/phases: the same run split where a check pays for it (milliseconds per run, wall):
+// alloc (MoePipeline's device buffers), upload (MoePipeline::upload_case: host preparation and
+// host-to-device copies), run (every stage, waiting for the copies still in flight) and download
+// (pipeline_result: every exposed stage back on the host, as floats); first_upload_ms: upload and run
+// of the case's first run, before its weights are resident.
+void BM_CudaLayer_M_phases(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  CaseRecipe r;
+  r.profile = "sglang-cutlass-fp4";
+  r.routing.mode = RoutingMode::kSoftmax;
+  r.routing.routed_scaling_factor = 2.5;
+  r.shape = {.tokens = 128, .hidden = 2048, .inter = 1024, .experts = 64, .top_k = 8};
+  static const Case c = materialize(r);
+  const cuda::PipelineConfig cfg = cuda::config_for(r, cuda_kernel_profile(), 0);
+  CaseRecipe other = r;
+  other.seed = r.seed + 1;
+  (void)cuda::run_whole_case(cfg, materialize(other));  // CUDA context and module load
+  using Clock = std::chrono::steady_clock;
+  const auto since = [](Clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  };
+  // The first upload of this case's weights (none resident yet: kernels/cuda/resident_experts.h).
+  {
+    cuda::MoePipeline p(cfg);
+    const auto t0 = Clock::now();
+    p.upload_case(c);
+    p.run();
+    state.counters["first_upload_ms"] = since(t0);
+  }
+  double ms[4] = {0, 0, 0, 0};
+  for (auto _ : state) {
+    auto t0 = Clock::now();
+    cuda::MoePipeline p(cfg);
+    ms[0] += since(t0);
+    t0 = Clock::now();
+    p.upload_case(c);
+    ms[1] += since(t0);
+    t0 = Clock::now();
+    p.run();
+    ms[2] += since(t0);
+    t0 = Clock::now();
+    std::vector<int64_t> tokens(static_cast<size_t>(r.shape.tokens));
+    for (int64_t t = 0; t < r.shape.tokens; ++t) tokens[static_cast<size_t>(t)] = t;
+    const LayerResult out = cuda::pipeline_result(p, tokens, true);
+    benchmark::DoNotOptimize(out.output.data());
+    ms[3] += since(t0);
+  }
+  const double n = static_cast<double>(state.iterations());
+  state.counters["alloc_ms"] = ms[0] / n;
+  state.counters["upload_ms"] = ms[1] / n;
+  state.counters["run_ms"] = ms[2] / n;
+  state.counters["download_ms"] = ms[3] / n;
+}
+BENCHMARK(BM_CudaLayer_M_phases)
+    ->Name("BM_CudaLayer/M/phases")
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->Iterations(5);

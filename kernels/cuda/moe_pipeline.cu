@@ -13,6 +13,7 @@
 #include "core/fp8_group_quant.h"
 #include "core/swizzle.h"
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda/resident_experts.h"
 
 namespace moefuzz::cuda {
 
@@ -163,10 +164,42 @@ template <typename T>
 void upload(T* dst, const std::vector<T>& src) {
   upload_bytes(dst, src.data(), src.size() * sizeof(T));
 }
+// The thread's pinned host buffer for downloads (grows to the largest one, kept for the thread's life).
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() {
+    if (ptr_ != nullptr) (void)cudaFreeHost(ptr_);  // errors at thread or process teardown are ignored
+  }
+  void* reserve(size_t bytes) {
+    if (bytes > size_) {
+      if (ptr_ != nullptr) MOEFUZZ_CUDA_CHECK(cudaFreeHost(ptr_));
+      ptr_ = nullptr;
+      size_ = 0;
+      MOEFUZZ_CUDA_CHECK(cudaMallocHost(&ptr_, bytes));
+      size_ = bytes;
+    }
+    return ptr_;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Large downloads go through pinned memory: pageable device-to-host copies ran at 1-2 GB/s on the
+// H100 hosts (BM_CudaLayer/M/phases: 16-26 ms of downloads per M run), pinned ones at PCIe speed, and
+// the host copy after them costs less than the difference.
 void download_bytes(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
-  MOEFUZZ_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, kStream));
+  constexpr size_t kPinnedFrom = size_t{1} << 16;
+  thread_local PinnedBuffer pinned;
+  void* to = bytes >= kPinnedFrom ? pinned.reserve(bytes) : dst;
+  MOEFUZZ_CUDA_CHECK(cudaMemcpyAsync(to, src, bytes, cudaMemcpyDeviceToHost, kStream));
   MOEFUZZ_CUDA_CHECK(cudaStreamSynchronize(kStream));
+  if (to != dst) std::memcpy(dst, to, bytes);
 }
 template <typename T>
 std::vector<T> download(const T* src, int64_t count) {
@@ -378,31 +411,44 @@ void MoePipeline::upload_case(const Case& c) {
     return;
   }
 
-  // Codes go up straight from the case's matrices (no host staging copy of the largest tensors: a
-  // check runs the kernel ~20 times per case); the scales are swizzled on the host first.
-  std::vector<uint8_t> w13_sf(static_cast<size_t>(X * m.w13_sf_per_expert)),
-      w2_sf(static_cast<size_t>(X * m.w2_sf_per_expert));
+  // Weights come from the thread's resident copies (kernels/cuda/resident_experts.h): uploaded once
+  // per content, then copied device to device into this run's buffers.
+  const ExpertLayout layout{.hidden = H,
+                            .inter = I,
+                            .up_first = cfg.up_first,
+                            .w13_sf = m.w13_sf_per_expert,
+                            .w2_sf = m.w2_sf_per_expert};
+  ResidentExperts& resident = thread_resident_experts();
+  std::vector<uint8_t> direct;  // an expert no resident copy can hold, in the same layout
   std::vector<float> a1q(X), a2q(X), alpha1(2 * X), alpha2(X);
   for (int64_t e = 0; e < X; ++e) {
     const ExpertWeights& ew = c.experts[static_cast<size_t>(e)];
     need(ew.gate.rows == I && ew.gate.cols == H && ew.up.rows == I && ew.up.cols == H && ew.down.rows == H &&
              ew.down.cols == I,
          "experts (shapes)");
+    const size_t half = static_cast<size_t>(I * (H / 2));
     const Nvfp4Matrix& first = cfg.up_first ? ew.up : ew.gate;
     const Nvfp4Matrix& second = cfg.up_first ? ew.gate : ew.up;
-    const size_t half = static_cast<size_t>(I * (H / 2));
     need(first.packed.size() == half && second.packed.size() == half &&
-             ew.down.packed.size() == static_cast<size_t>(H * (I / 2)),
+             ew.down.packed.size() == static_cast<size_t>(H * (I / 2)) && first.scales.size() == half / 8 &&
+             second.scales.size() == half / 8 && ew.down.scales.size() == static_cast<size_t>(H * (I / 16)),
          "experts (packed codes)");
-    upload_bytes(m.w13 + e * 2 * half, first.packed.data(), half);
-    upload_bytes(m.w13 + e * 2 * half + half, second.packed.data(), half);
-    std::vector<uint8_t> lin(first.scales);
-    lin.insert(lin.end(), second.scales.begin(), second.scales.end());
-    const std::vector<uint8_t> sw = swizzle_128x4(lin, 2 * I, H / 16);
-    std::memcpy(w13_sf.data() + e * m.w13_sf_per_expert, sw.data(), sw.size());
-    upload_bytes(m.w2 + e * H * (I / 2), ew.down.packed.data(), static_cast<size_t>(H * (I / 2)));
-    const std::vector<uint8_t> sw2 = swizzle_128x4(ew.down.scales, H, I / 16);
-    std::memcpy(w2_sf.data() + e * m.w2_sf_per_expert, sw2.data(), sw2.size());
+    const uint8_t* src = resident.find_or_upload(ew, layout, kStream);
+    cudaMemcpyKind kind = cudaMemcpyDeviceToDevice;
+    if (src == nullptr) {
+      direct.resize(static_cast<size_t>(layout.bytes()));
+      write_expert_layout(ew, layout, direct.data());
+      src = direct.data();
+      kind = cudaMemcpyHostToDevice;
+    }
+    const auto copy = [&](uint8_t* dst, int64_t bytes) {
+      MOEFUZZ_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), kind, kStream));
+      src += bytes;
+    };
+    copy(m.w13 + e * layout.w13_bytes(), layout.w13_bytes());
+    copy(m.w2 + e * layout.w2_bytes(), layout.w2_bytes());
+    copy(m.w13_sf + e * layout.w13_sf, layout.w13_sf);
+    copy(m.w2_sf + e * layout.w2_sf, layout.w2_sf);
     a1q[e] = c.a1_scale_for(e);
     a2q[e] = c.a2_scale_for(e);
     // GEMM epilogue alphas (SPEC.md §1.9): g_alpha = S_d(activation) * S_d(weight), fp32; the case
@@ -412,8 +458,6 @@ void MoePipeline::upload_case(const Case& c) {
     alpha1[2 * e + 1] = a1d * second.global_dequant;
     alpha2[e] = a2d * ew.down.global_dequant;
   }
-  upload(m.w13_sf, w13_sf);
-  upload(m.w2_sf, w2_sf);
   upload(m.a1q, a1q);
   upload(m.a2q, a2q);
   upload(m.alpha1, alpha1);

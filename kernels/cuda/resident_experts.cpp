@@ -1,0 +1,126 @@
+#include "kernels/cuda/resident_experts.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "core/content_hasher.h"
+#include "core/swizzle.h"
+
+namespace moefuzz::cuda {
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string("CUDA error: ") + cudaGetErrorString(e) + " (" + what +
+                             ", resident expert weights)");
+}
+
+Hash128 content_key(const ExpertWeights& ew, const ExpertLayout& l) {
+  ContentHasher h;
+  const int64_t shape[3] = {l.hidden, l.inter, l.up_first ? 1 : 0};
+  h.add_bytes(shape, sizeof shape);
+  for (const Nvfp4Matrix* m : {&ew.gate, &ew.up, &ew.down}) {
+    h.add(m->packed);
+    h.add(m->scales);
+  }
+  return h.value128();
+}
+
+}  // namespace
+
+void write_expert_layout(const ExpertWeights& ew, const ExpertLayout& l, uint8_t* dst) {
+  const Nvfp4Matrix& first = l.up_first ? ew.up : ew.gate;
+  const Nvfp4Matrix& second = l.up_first ? ew.gate : ew.up;
+  const size_t half = static_cast<size_t>(l.w13_bytes() / 2);
+  std::memcpy(dst, first.packed.data(), half);
+  std::memcpy(dst + half, second.packed.data(), half);
+  dst += l.w13_bytes();
+  std::memcpy(dst, ew.down.packed.data(), static_cast<size_t>(l.w2_bytes()));
+  dst += l.w2_bytes();
+  std::vector<uint8_t> lin(first.scales);
+  lin.insert(lin.end(), second.scales.begin(), second.scales.end());
+  const std::vector<uint8_t> sw = swizzle_128x4(lin, 2 * l.inter, l.hidden / 16);
+  std::memcpy(dst, sw.data(), sw.size());
+  dst += l.w13_sf;
+  const std::vector<uint8_t> sw2 = swizzle_128x4(ew.down.scales, l.hidden, l.inter / 16);
+  std::memcpy(dst, sw2.data(), sw2.size());
+}
+
+ResidentExperts::ResidentExperts(size_t capacity_bytes) : capacity_(capacity_bytes) {}
+
+ResidentExperts::~ResidentExperts() {
+  // Errors at thread or process teardown are ignored (the context may already be gone).
+  for (const Copy& c : lru_) (void)cudaFree(c.device);
+  if (staging_ != nullptr) (void)cudaFreeHost(staging_);
+}
+
+void* ResidentExperts::staging(size_t bytes) {
+  if (bytes > staging_bytes_) {
+    if (staging_ != nullptr) check(cudaFreeHost(staging_), "cudaFreeHost");
+    staging_ = nullptr;
+    staging_bytes_ = 0;
+    check(cudaMallocHost(&staging_, bytes), "cudaMallocHost");
+    staging_bytes_ = bytes;
+  }
+  return staging_;
+}
+
+void ResidentExperts::evict_oldest(cudaStream_t stream) {
+  const Copy& c = lru_.back();
+  check(cudaFreeAsync(c.device, stream), "cudaFreeAsync");
+  held_ -= c.bytes;
+  index_.erase(c.key);
+  lru_.pop_back();
+}
+
+const uint8_t* ResidentExperts::find_or_upload(const ExpertWeights& ew, const ExpertLayout& l,
+                                               cudaStream_t stream) {
+  const size_t bytes = static_cast<size_t>(l.bytes());
+  if (bytes > capacity_) return nullptr;
+  const Hash128 h = content_key(ew, l);
+  const Key key{h.low, h.high};
+  if (auto it = index_.find(key); it != index_.end()) {
+    lru_.splice(lru_.begin(), lru_, it->second);
+    ++hits_;
+    return static_cast<const uint8_t*>(it->second->device);
+  }
+  ++misses_;
+  while (held_ + bytes > capacity_) evict_oldest(stream);
+  void* device = nullptr;
+  for (;;) {
+    const cudaError_t e = cudaMallocAsync(&device, bytes, stream);
+    if (e == cudaSuccess) break;
+    if (e != cudaErrorMemoryAllocation) check(e, "cudaMallocAsync");
+    (void)cudaGetLastError();  // an allocation failure is not sticky: clear it
+    if (lru_.empty()) return nullptr;
+    evict_oldest(stream);
+  }
+  // The staging buffer may still feed the previous upload: wait for it before writing.
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  auto* host = static_cast<uint8_t*>(staging(bytes));
+  write_expert_layout(ew, l, host);
+  check(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+  lru_.push_front({key, device, bytes});
+  index_[key] = lru_.begin();
+  held_ += bytes;
+  return static_cast<const uint8_t*>(device);
+}
+
+ResidentExperts& thread_resident_experts() {
+  thread_local std::map<int, std::unique_ptr<ResidentExperts>> by_device;
+  int device = 0;
+  check(cudaGetDevice(&device), "cudaGetDevice");
+  std::unique_ptr<ResidentExperts>& r = by_device[device];
+  if (!r) {
+    size_t free_bytes = 0, total_bytes = 0;
+    check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    r = std::make_unique<ResidentExperts>(std::min<size_t>(size_t{1} << 30, total_bytes / 64));
+  }
+  return *r;
+}
+
+}  // namespace moefuzz::cuda

@@ -1,0 +1,90 @@
+#pragma once
+// Internal to kernels/cuda: the device copies of NVFP4 expert weights that one thread's `cuda` runs
+// keep between runs, found by content. A check runs the kernel ~20 times per case on the case and its
+// transforms, which share most experts (GSCALE changes one, PERM reorders them, BATCH and SCALE1 none),
+// and the host-to-device copy of the weights was ~88% of a run at M (BM_CudaLayer/M/phases: 127 of
+// 145 ms): a run now hashes each expert (XXH3, ~20 GB/s) and copies the resident copy device to device.
+//
+// A copy holds one expert in the pipeline's layout, [w13 codes][w2 codes][w13 scales][w2 scales]
+// (moe_pipeline.cu: w13 = the kernel-order halves, scales 128x4-swizzled), so a run assembles its
+// weight buffers with four device-to-device copies per expert. Work is stream-ordered on the caller's
+// stream: a copy evicted later in the same run is freed after the copies already enqueued from it.
+//
+// Example (inside MoePipeline::upload_case):
+//   const ExpertLayout l = ...;
+//   if (const uint8_t* d = thread_resident_experts().find_or_upload(ew, l, kStream))
+//     cudaMemcpyAsync(w13 + e * l.w13_bytes(), d, l.w13_bytes(), cudaMemcpyDeviceToDevice, kStream);
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <unordered_map>
+#include <vector>
+
+#include "core/case.h"
+
+namespace moefuzz::cuda {
+
+// The pipeline's per-expert weight layout.
+struct ExpertLayout {
+  int64_t hidden = 0, inter = 0;
+  bool up_first = false;          // w13 = [up; gate] instead of [gate; up]
+  int64_t w13_sf = 0, w2_sf = 0;  // swizzled scale bytes per expert
+  int64_t w13_bytes() const { return 2 * inter * (hidden / 2); }
+  int64_t w2_bytes() const { return hidden * (inter / 2); }
+  int64_t bytes() const { return w13_bytes() + w2_bytes() + w13_sf + w2_sf; }
+};
+
+// Writes expert ew in the layout to dst (l.bytes() bytes): the one definition of a resident copy.
+void write_expert_layout(const ExpertWeights& ew, const ExpertLayout& l, uint8_t* dst);
+
+class ResidentExperts {
+ public:
+  explicit ResidentExperts(size_t capacity_bytes);
+  ~ResidentExperts();
+  ResidentExperts(const ResidentExperts&) = delete;
+  ResidentExperts& operator=(const ResidentExperts&) = delete;
+
+  // The device address of ew's copy in layout l, uploaded first when no copy has its content. Valid
+  // for work enqueued on `stream` after this call. nullptr when the copy cannot be kept (larger than
+  // the capacity, or the device has no room even after evicting every copy): the caller uploads
+  // directly. Throws std::runtime_error on any other CUDA failure.
+  const uint8_t* find_or_upload(const ExpertWeights& ew, const ExpertLayout& l, cudaStream_t stream);
+
+  int64_t hits() const { return hits_; }
+  int64_t misses() const { return misses_; }
+  size_t bytes_held() const { return held_; }
+
+ private:
+  // A 128-bit content hash (core/content_hasher.h, kept out of this header: nvcc compiles it).
+  struct Key {
+    uint64_t low = 0, high = 0;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return static_cast<size_t>(k.low ^ (k.high * 0x9E3779B97F4A7C15ull));
+    }
+  };
+  struct Copy {
+    Key key;
+    void* device = nullptr;
+    size_t bytes = 0;
+  };
+  void evict_oldest(cudaStream_t stream);
+  void* staging(size_t bytes);
+
+  size_t capacity_, held_ = 0;
+  std::list<Copy> lru_;  // most recently used first
+  std::unordered_map<Key, std::list<Copy>::iterator, KeyHash> index_;
+  void* staging_ = nullptr;  // pinned host memory for uploads
+  size_t staging_bytes_ = 0;
+  int64_t hits_ = 0, misses_ = 0;
+};
+
+// The calling thread's copies on its current CUDA device (capacity: 1 GiB or 1/64 of the device's
+// memory, whichever is less).
+ResidentExperts& thread_resident_experts();
+
+}  // namespace moefuzz::cuda

@@ -1,0 +1,115 @@
+// The `cuda` kernel's resident expert weights (kernels/cuda/resident_experts.h): a run whose experts
+// are already on the device gives the bits a run with an empty cache gives, a changed expert is never
+// taken from a stale copy, and eviction keeps the copies' contents. Skips visibly without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/case.h"
+#include "core/profile.h"
+#include "core/swizzle.h"
+#ifdef MOEFUZZ_WITH_CUDA
+#include "kernels/cuda/cuda_kernel.h"
+#include "kernels/cuda/moe_pipeline.h"
+#include "kernels/cuda/pipeline_result.h"
+#include "kernels/cuda/resident_experts.h"
+#endif
+
+#ifndef MOEFUZZ_WITH_CUDA
+TEST(CudaResidentExperts, RequiresCudaBuild) {
+  GTEST_SKIP() << "built without nvcc: the cuda kernel is not compiled";
+}
+#else
+namespace moefuzz {
+namespace {
+
+#define MOEFUZZ_REQUIRE_GPU()                                                                 \
+  do {                                                                                        \
+    std::string why_;                                                                         \
+    if (!cuda::cuda_device_available(&why_)) GTEST_SKIP() << "no CUDA GPU present: " << why_; \
+  } while (0)
+
+CaseRecipe recipe() {
+  CaseRecipe r;
+  r.profile = "sglang-cutlass-fp4";
+  r.seed = 77;
+  r.routing.mode = RoutingMode::kSoftmax;
+  r.shape = {.tokens = 24, .hidden = 256, .inter = 128, .experts = 8, .top_k = 2};
+  return r;
+}
+
+LayerResult run(const Case& c) {
+  return cuda::run_whole_case(cuda::config_for(c.recipe, cuda_kernel_profile(), 0), c);
+}
+
+// The run on a thread of its own: an empty cache.
+LayerResult run_fresh(const Case& c) {
+  LayerResult out;
+  std::thread t([&] { out = run(c); });
+  t.join();
+  return out;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST(CudaResidentExperts, ResidentRunsGiveTheBitsOfFreshRuns) {
+  MOEFUZZ_REQUIRE_GPU();
+  const Case a = materialize(recipe());
+  const int64_t X = static_cast<int64_t>(a.experts.size());
+  const LayerResult first = run(a);
+  const int64_t hits_before = cuda::thread_resident_experts().hits();
+  const LayerResult again = run(a);
+  EXPECT_EQ(cuda::thread_resident_experts().hits() - hits_before, X) << "every expert resident";
+  EXPECT_TRUE(same_bits(first.output, again.output));
+
+  // Changed codes and a changed scale, on every expert: the warm thread must not use its old copies.
+  Case b = a;
+  for (ExpertWeights& ew : b.experts) {
+    ew.down.packed[0] ^= 0x11;
+    ew.gate.scales[0] = ew.gate.scales[0] == 0x38 ? 0x40 : 0x38;
+  }
+  const LayerResult warm = run(b), fresh = run_fresh(b);
+  EXPECT_TRUE(same_bits(warm.output, fresh.output));
+  EXPECT_FALSE(same_bits(warm.output, first.output))
+      << "the change must be visible for the test to mean anything";
+}
+
+TEST(CudaResidentExperts, EvictionKeepsEveryCopysContent) {
+  MOEFUZZ_REQUIRE_GPU();
+  const Case c = materialize(recipe());
+  const cuda::PipelineConfig cfg = cuda::config_for(c.recipe, cuda_kernel_profile(), 0);
+  const int64_t H = cfg.hidden, I = cfg.inter;
+  const cuda::ExpertLayout l{.hidden = H,
+                             .inter = I,
+                             .up_first = cfg.up_first,
+                             .w13_sf = swizzled_128x4_size(2 * I, H / 16),
+                             .w2_sf = swizzled_128x4_size(H, I / 16)};
+  // Room for two copies: four experts evict one another; each copy read back is its expert's layout.
+  cuda::ResidentExperts r(static_cast<size_t>(2 * l.bytes()));
+  std::vector<uint8_t> want(static_cast<size_t>(l.bytes())), got(want.size());
+  for (int pass = 0; pass < 2; ++pass)
+    for (size_t e = 0; e < 4; ++e) {
+      const uint8_t* d = r.find_or_upload(c.experts[e], l, cudaStreamPerThread);
+      ASSERT_NE(d, nullptr);
+      ASSERT_EQ(cudaMemcpyAsync(got.data(), d, got.size(), cudaMemcpyDeviceToHost, cudaStreamPerThread),
+                cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(cudaStreamPerThread), cudaSuccess);
+      cuda::write_expert_layout(c.experts[e], l, want.data());
+      EXPECT_EQ(got, want) << "expert " << e << ", pass " << pass;
+      EXPECT_LE(r.bytes_held(), static_cast<size_t>(2 * l.bytes()));
+    }
+  EXPECT_EQ(r.hits(), 0) << "each expert was evicted before it came back";
+  EXPECT_EQ(r.misses(), 8);
+  // Larger than the capacity: not kept, the caller uploads directly.
+  cuda::ResidentExperts tiny(16);
+  EXPECT_EQ(tiny.find_or_upload(c.experts[0], l, cudaStreamPerThread), nullptr);
+}
+
+}  // namespace
+}  // namespace moefuzz
+#endif
