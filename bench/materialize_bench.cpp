@@ -26,7 +26,7 @@ void BM_MaterializeModelLayer(benchmark::State& state, WeightFormat f) {
   const CaseRecipe r = gpt_oss_layer(f);
   for (auto _ : state) {
     Case c = materialize(r);
-    benchmark::DoNotOptimize(c.experts.data());
+    benchmark::DoNotOptimize(&c.experts.front());
   }
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 3 * 2880 * 2880);  // weight elements
 }

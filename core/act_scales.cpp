@@ -101,7 +101,7 @@ std::vector<float> draw_a1_scale(const CaseRecipe& r, std::span<const uint16_t> 
 }
 
 double estimate_fc2_input_amax(const CaseRecipe& r, std::span<const uint16_t> hidden,
-                               const std::vector<ExpertWeights>& experts) {
+                               const SharedVector<ExpertWeights>& experts) {
   const int64_t t_count = r.shape.tokens, h = r.shape.hidden, inter = r.shape.inter;
   const int64_t e_count = static_cast<int64_t>(experts.size());
   // bf16 weights (W16A16) quantize nothing: the scales exist (edit targets) but no kernel reads them.
@@ -144,7 +144,7 @@ double estimate_fc2_input_amax(const CaseRecipe& r, std::span<const uint16_t> hi
 }
 
 std::vector<float> draw_a2_scale(const CaseRecipe& r, std::span<const uint16_t> hidden,
-                                 const std::vector<ExpertWeights>& experts) {
+                                 const SharedVector<ExpertWeights>& experts) {
   const double amax = estimate_fc2_input_amax(r, hidden, experts);
   return expand(r, calibrated_quant_scale(static_cast<float>(amax)), "a2_scale");
 }

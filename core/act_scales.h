@@ -37,9 +37,9 @@ std::vector<float> draw_a1_scale(const CaseRecipe& r, std::span<const uint16_t> 
 // bounds the SwiGLU output. All pairs and rows are used when T * (E+S) * I * H <= 2^21; otherwise
 // 8 pairs and as many rows as keep the work near 2^21 multiply-adds (a few ms at DeepSeek-V3 size).
 double estimate_fc2_input_amax(const CaseRecipe& r, std::span<const uint16_t> hidden,
-                               const std::vector<ExpertWeights>& experts);
+                               const SharedVector<ExpertWeights>& experts);
 
 std::vector<float> draw_a2_scale(const CaseRecipe& r, std::span<const uint16_t> hidden,
-                                 const std::vector<ExpertWeights>& experts);
+                                 const SharedVector<ExpertWeights>& experts);
 
 }  // namespace moefuzz

@@ -36,6 +36,7 @@
 #include "core/mxfp4.h"
 #include "core/nvfp4.h"
 #include "core/recipe.h"
+#include "core/shared_vector.h"
 
 namespace moefuzz {
 
@@ -82,12 +83,14 @@ struct ExpertWeights {
 
 struct Case {
   CaseRecipe recipe;
-  std::vector<uint16_t> hidden;        // bf16 bits, [T, H]
-  std::vector<float> logits;           // router logits (the router GEMM is not under test), [T, E]
-  std::vector<float> bias;             // e_score_correction_bias [E]; empty unless sigmoid + bias
-  std::vector<int32_t> token_ids;      // [T], hash routing only
-  std::vector<int32_t> hash_table;     // tid2eid [vocab, k], hash routing only
-  std::vector<ExpertWeights> experts;  // [E + shared_experts]: routed 0..E-1, then shared
+  std::vector<uint16_t> hidden;     // bf16 bits, [T, H]
+  std::vector<float> logits;        // router logits (the router GEMM is not under test), [T, E]
+  std::vector<float> bias;          // e_score_correction_bias [E]; empty unless sigmoid + bias
+  std::vector<int32_t> token_ids;   // [T], hash routing only
+  std::vector<int32_t> hash_table;  // tid2eid [vocab, k], hash routing only
+  // [E + shared_experts]: routed 0..E-1, then shared. Copies of a case share the experts neither
+  // changes (core/shared_vector.h): changing an expert through a mutable reference copies it first.
+  SharedVector<ExpertWeights> experts;
   // Activation global QUANTIZATION scales S_q (SPEC.md §1.4): size 1 (global) or E + shared.
   std::vector<float> a1_scale;  // layer input (FC1 input)
   std::vector<float> a2_scale;  // FC2 input

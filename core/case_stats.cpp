@@ -55,7 +55,7 @@ std::string real_line(const char* name, const char* dtype, const std::string& sh
   return fmt::format("{:<11}{:<6}{}  {}\n", name, dtype, shape, s.text());
 }
 
-std::string nvfp4_line(const char* name, const std::vector<ExpertWeights>& experts,
+std::string nvfp4_line(const char* name, const SharedVector<ExpertWeights>& experts,
                        const Nvfp4Matrix ExpertWeights::*which) {
   if (experts.empty()) return fmt::format("{:<11}nvfp4 (absent)\n", name);
   std::array<int64_t, 8> magnitude{};

@@ -116,7 +116,7 @@ Case permute_experts(const Case& c, const std::vector<int64_t>& perm) {
   Case out = c;
   for (int64_t e = 0; e < s.experts; ++e) {
     const auto ne = static_cast<size_t>(perm[static_cast<size_t>(e)]);
-    out.experts[ne] = c.experts[static_cast<size_t>(e)];
+    out.experts.set_shared(ne, c.experts, static_cast<size_t>(e));  // the same weights, not a copy
     if (!c.bias.empty()) out.bias[ne] = c.bias[static_cast<size_t>(e)];
     if (c.a1_scale.size() > 1) out.a1_scale[ne] = c.a1_scale[static_cast<size_t>(e)];
     if (c.a2_scale.size() > 1) out.a2_scale[ne] = c.a2_scale[static_cast<size_t>(e)];
@@ -164,34 +164,37 @@ Case pad_dims(const Case& c, int64_t new_hidden, int64_t new_inter) {
   const bool fp8 = c.recipe.quant.weights == WeightFormat::kFp8Block;
   if (fp8 && (new_hidden % kFp8WeightBlock != 0 || new_inter % kFp8WeightBlock != 0))
     throw std::invalid_argument("pad_dims: FP8 block weights need multiples of 128");
+  // Each expert is built padded and put in place: assigning through out.experts[e] would first copy
+  // the expert it replaces (core/shared_vector.h).
+  const bool nvfp4 = !bf16 && !mx && !fp8;
   for (size_t e = 0; e < c.experts.size(); ++e) {
     const ExpertWeights& w = c.experts[e];
+    ExpertWeights p;
+    p.gate_bias = w.gate_bias;
+    p.up_bias = w.up_bias;
+    p.down_bias = w.down_bias;
     if (c.recipe.expert_bias) {  // zero biases on the padded rows: their outputs stay 0
-      out.experts[e].gate_bias.resize(static_cast<size_t>(new_inter), 0.0f);
-      out.experts[e].up_bias.resize(static_cast<size_t>(new_inter), 0.0f);
-      out.experts[e].down_bias.resize(static_cast<size_t>(new_hidden), 0.0f);
+      p.gate_bias.resize(static_cast<size_t>(new_inter), 0.0f);
+      p.up_bias.resize(static_cast<size_t>(new_inter), 0.0f);
+      p.down_bias.resize(static_cast<size_t>(new_hidden), 0.0f);
     }
-    if (fp8) {
-      out.experts[e].fp8 = {pad_matrix(w.fp8.gate, new_inter, new_hidden),
-                            pad_matrix(w.fp8.up, new_inter, new_hidden),
-                            pad_matrix(w.fp8.down, new_hidden, new_inter)};
-      continue;
-    }
-    if (mx) {
-      out.experts[e].mx = {pad_matrix(w.mx.gate, new_inter, new_hidden),
-                           pad_matrix(w.mx.up, new_inter, new_hidden),
-                           pad_matrix(w.mx.down, new_hidden, new_inter)};
-      continue;
-    }
-    if (bf16) {
-      out.experts[e].bf16 = {pad_matrix(w.bf16.gate, new_inter, new_hidden),
-                             pad_matrix(w.bf16.up, new_inter, new_hidden),
-                             pad_matrix(w.bf16.down, new_hidden, new_inter)};
-      continue;
-    }
-    out.experts[e].gate = pad_matrix(w.gate, new_inter, new_hidden);
-    out.experts[e].up = pad_matrix(w.up, new_inter, new_hidden);
-    out.experts[e].down = pad_matrix(w.down, new_hidden, new_inter);
+    // The case's own format padded; the others' matrices (empty) as they are.
+    p.fp8 = fp8 ? Fp8ExpertWeights{pad_matrix(w.fp8.gate, new_inter, new_hidden),
+                                   pad_matrix(w.fp8.up, new_inter, new_hidden),
+                                   pad_matrix(w.fp8.down, new_hidden, new_inter)}
+                : w.fp8;
+    p.mx = mx ? Mxfp4ExpertWeights{pad_matrix(w.mx.gate, new_inter, new_hidden),
+                                   pad_matrix(w.mx.up, new_inter, new_hidden),
+                                   pad_matrix(w.mx.down, new_hidden, new_inter)}
+              : w.mx;
+    p.bf16 = bf16 ? Bf16ExpertWeights{pad_matrix(w.bf16.gate, new_inter, new_hidden),
+                                      pad_matrix(w.bf16.up, new_inter, new_hidden),
+                                      pad_matrix(w.bf16.down, new_hidden, new_inter)}
+                  : w.bf16;
+    p.gate = nvfp4 ? pad_matrix(w.gate, new_inter, new_hidden) : w.gate;
+    p.up = nvfp4 ? pad_matrix(w.up, new_inter, new_hidden) : w.up;
+    p.down = nvfp4 ? pad_matrix(w.down, new_hidden, new_inter) : w.down;
+    out.experts.set(e, std::move(p));
   }
   return out;
 }
