@@ -24,6 +24,7 @@
 #include "kernels/cuda/cuda_kernel.h"
 #include "kernels/cuda/moe_pipeline.h"
 #include "kernels/cuda/pipeline_result.h"
+#include "kernels/cuda/resident_experts.h"
 
 namespace moefuzz {
 namespace {
@@ -131,6 +132,7 @@ void BM_CudaLayer_M_phases(benchmark::State& state) {
     state.counters["first_upload_ms"] = since(t0);
   }
   double ms[4] = {0, 0, 0, 0};
+  const int64_t hits_before = cuda::thread_resident_experts().hits();
   for (auto _ : state) {
     auto t0 = Clock::now();
     cuda::MoePipeline p(cfg);
@@ -153,6 +155,8 @@ void BM_CudaLayer_M_phases(benchmark::State& state) {
   state.counters["upload_ms"] = ms[1] / n;
   state.counters["run_ms"] = ms[2] / n;
   state.counters["download_ms"] = ms[3] / n;
+  state.counters["resident_hits"] =
+      static_cast<double>(cuda::thread_resident_experts().hits() - hits_before) / n;
 }
 BENCHMARK(BM_CudaLayer_M_phases)
     ->Name("BM_CudaLayer/M/phases")

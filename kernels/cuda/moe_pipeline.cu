@@ -164,42 +164,10 @@ template <typename T>
 void upload(T* dst, const std::vector<T>& src) {
   upload_bytes(dst, src.data(), src.size() * sizeof(T));
 }
-// The thread's pinned host buffer for downloads (grows to the largest one, kept for the thread's life).
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer() {
-    if (ptr_ != nullptr) (void)cudaFreeHost(ptr_);  // errors at thread or process teardown are ignored
-  }
-  void* reserve(size_t bytes) {
-    if (bytes > size_) {
-      if (ptr_ != nullptr) MOEFUZZ_CUDA_CHECK(cudaFreeHost(ptr_));
-      ptr_ = nullptr;
-      size_ = 0;
-      MOEFUZZ_CUDA_CHECK(cudaMallocHost(&ptr_, bytes));
-      size_ = bytes;
-    }
-    return ptr_;
-  }
-
- private:
-  void* ptr_ = nullptr;
-  size_t size_ = 0;
-};
-
-// Large downloads go through pinned memory: pageable device-to-host copies ran at 1-2 GB/s on the
-// H100 hosts (BM_CudaLayer/M/phases: 16-26 ms of downloads per M run), pinned ones at PCIe speed, and
-// the host copy after them costs less than the difference.
 void download_bytes(void* dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
-  constexpr size_t kPinnedFrom = size_t{1} << 16;
-  thread_local PinnedBuffer pinned;
-  void* to = bytes >= kPinnedFrom ? pinned.reserve(bytes) : dst;
-  MOEFUZZ_CUDA_CHECK(cudaMemcpyAsync(to, src, bytes, cudaMemcpyDeviceToHost, kStream));
+  MOEFUZZ_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, kStream));
   MOEFUZZ_CUDA_CHECK(cudaStreamSynchronize(kStream));
-  if (to != dst) std::memcpy(dst, to, bytes);
 }
 template <typename T>
 std::vector<T> download(const T* src, int64_t count) {

@@ -109,7 +109,8 @@ TEST(SharedVector, CaseTransformsShareTheExpertsTheyKeep) {
   const Case c = materialize(r);
   const std::vector<int64_t> perm = {5, 4, 3, 2, 1, 0};
   const Case p = permute_experts(c, perm);
-  for (size_t e = 0; e < 6; ++e) EXPECT_TRUE(p.experts.shares(static_cast<size_t>(perm[e]), c.experts, e)) << e;
+  for (size_t e = 0; e < 6; ++e)
+    EXPECT_TRUE(p.experts.shares(static_cast<size_t>(perm[e]), c.experts, e)) << e;
   const Case s = with_routed_scale(c, 2.0);
   for (size_t e = 0; e < 6; ++e) EXPECT_TRUE(s.experts.shares(e, c.experts)) << e;
   bool ok = false;
