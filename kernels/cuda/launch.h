@@ -87,6 +87,10 @@ void launch_fp8_gemm2(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStr
 // SiLU*mul of g1 into act (bf16), then per-128-column FP8 quantization into a2_fp8 / a2_fp8_scale
 // (fp8_activation.cu).
 void launch_fp8_activation(const PipelineConfig& cfg, const DeviceBuffers& b, cudaStream_t s);
+// dst[i] = row rows[i] of src (row_bytes each) for i < n; rows outside [0, limit) give 0xFF bytes
+// (kernels/cuda/gather_rows.cu).
+void launch_gather_rows(const uint8_t* src, int64_t row_bytes, const int64_t* rows, int64_t n, int64_t limit,
+                        uint8_t* dst, cudaStream_t s);
 void launch_fill_random(uint8_t* p, int64_t bytes, uint64_t seed, uint8_t and_mask, uint8_t or_mask,
                         cudaStream_t s);
 

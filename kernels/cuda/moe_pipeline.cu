@@ -264,14 +264,21 @@ struct MoePipeline::Impl {
     return v;
   }
 
+  // Rows `rows` of a permuted stage buffer (cols elements each), gathered on the device first when
+  // there are many (kernels/cuda/gather_rows.cu).
   template <typename T>
   std::vector<T> rows_of(const T* buf, int64_t cols, const std::vector<int64_t>& rows) const {
     std::vector<T> out(rows.size() * static_cast<size_t>(cols));
     if (rows.size() > 16) {
-      const std::vector<T> all = download(buf, total_rows() * cols);
-      for (size_t i = 0; i < rows.size(); ++i)
-        std::memcpy(out.data() + i * cols, all.data() + rows[i] * cols,
-                    static_cast<size_t>(cols) * sizeof(T));
+      const int64_t n = static_cast<int64_t>(rows.size()), row_bytes = cols * static_cast<int64_t>(sizeof(T));
+      std::vector<void*> scratch;
+      int64_t* d_rows = device_alloc<int64_t>(scratch, n);
+      auto* packed = device_alloc<uint8_t>(scratch, n * row_bytes);
+      upload(d_rows, rows);
+      launch_gather_rows(reinterpret_cast<const uint8_t*>(buf), row_bytes, d_rows, n,
+                         std::min(total_rows(), cfg.max_rows()), packed, kStream);
+      download_bytes(out.data(), packed, out.size() * sizeof(T));
+      for (void* p : scratch) MOEFUZZ_CUDA_CHECK(cudaFreeAsync(p, kStream));
     } else {
       for (size_t i = 0; i < rows.size(); ++i)
         MOEFUZZ_CUDA_CHECK(cudaMemcpyAsync(out.data() + i * cols, buf + rows[i] * cols,
