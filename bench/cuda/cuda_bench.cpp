@@ -79,13 +79,19 @@ BENCHMARK(BM_CudaGemmDecode)
     ->Iterations(1)
     ->Unit(benchmark::kMillisecond);
 
-void BM_CudaLayer_M(benchmark::State& state) {
-  if (skip_without_gpu(state)) return;
+// The M shape of a check (T=128, H=2048, I=1024, E=64, k=8), softmax routing, rsf 2.5.
+CaseRecipe m_recipe() {
   CaseRecipe r;
   r.profile = "sglang-cutlass-fp4";
   r.routing.mode = RoutingMode::kSoftmax;
   r.routing.routed_scaling_factor = 2.5;
   r.shape = {.tokens = 128, .hidden = 2048, .inter = 1024, .experts = 64, .top_k = 8};
+  return r;
+}
+
+void BM_CudaLayer_M(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const CaseRecipe r = m_recipe();
   static const Case c = materialize(r);
   const auto kernel = make_cuda_kernel();
   LayerResult warm;
@@ -109,11 +115,7 @@ BENCHMARK(BM_CudaLayer_M)
 // of the case's first run, before its weights are resident.
 void BM_CudaLayer_M_phases(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
-  CaseRecipe r;
-  r.profile = "sglang-cutlass-fp4";
-  r.routing.mode = RoutingMode::kSoftmax;
-  r.routing.routed_scaling_factor = 2.5;
-  r.shape = {.tokens = 128, .hidden = 2048, .inter = 1024, .experts = 64, .top_k = 8};
+  const CaseRecipe r = m_recipe();
   static const Case c = materialize(r);
   const cuda::PipelineConfig cfg = cuda::config_for(r, cuda_kernel_profile(), 0);
   CaseRecipe other = r;

@@ -11,7 +11,6 @@
 
 #include "core/errors.h"
 #include "core/fp8_group_quant.h"
-#include "core/swizzle.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/resident_experts.h"
 

@@ -44,9 +44,11 @@ void write_expert_layout(const ExpertWeights& ew, const ExpertLayout& l, uint8_t
   std::vector<uint8_t> lin(first.scales);
   lin.insert(lin.end(), second.scales.begin(), second.scales.end());
   const std::vector<uint8_t> sw = swizzle_128x4(lin, 2 * l.inter, l.hidden / 16);
+  const std::vector<uint8_t> sw2 = swizzle_128x4(ew.down.scales, l.hidden, l.inter / 16);
+  if (static_cast<int64_t>(sw.size()) != l.w13_sf || static_cast<int64_t>(sw2.size()) != l.w2_sf)
+    throw std::logic_error("write_expert_layout: the layout's scale sizes are not the swizzled sizes");
   std::memcpy(dst, sw.data(), sw.size());
   dst += l.w13_sf;
-  const std::vector<uint8_t> sw2 = swizzle_128x4(ew.down.scales, l.hidden, l.inter / 16);
   std::memcpy(dst, sw2.data(), sw2.size());
 }
 

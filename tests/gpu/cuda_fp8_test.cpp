@@ -32,6 +32,7 @@
 #ifdef MOEFUZZ_WITH_CUDA
 #include "kernels/cuda/fp8_device_stages.h"
 #include "kernels/cuda/moe_pipeline.h"
+#include "support/require_gpu.h"
 #endif
 
 #ifndef MOEFUZZ_WITH_CUDA
@@ -41,12 +42,6 @@ TEST(CudaFp8, RequiresCudaBuild) {
 #else
 namespace moefuzz {
 namespace {
-
-#define MOEFUZZ_REQUIRE_GPU()                                                                 \
-  do {                                                                                        \
-    std::string why_;                                                                         \
-    if (!cuda::cuda_device_available(&why_)) GTEST_SKIP() << "no CUDA GPU present: " << why_; \
-  } while (0)
 
 int64_t env_int(const char* name, int64_t fallback) {
   const char* v = std::getenv(name);

@@ -24,6 +24,7 @@
 #include "kernels/cuda/cuda_kernel.h"
 #include "kernels/cuda/moe_pipeline.h"
 #include "kernels/cuda/pipeline_result.h"
+#include "support/require_gpu.h"
 #endif
 
 #ifndef MOEFUZZ_WITH_CUDA
@@ -33,12 +34,6 @@ TEST(CudaLargeShapes, RequiresCudaBuild) {
 #else
 namespace moefuzz {
 namespace {
-
-#define MOEFUZZ_REQUIRE_GPU()                                                                 \
-  do {                                                                                        \
-    std::string why_;                                                                         \
-    if (!cuda::cuda_device_available(&why_)) GTEST_SKIP() << "no CUDA GPU present: " << why_; \
-  } while (0)
 
 #define MOEFUZZ_REQUIRE_LARGE()                                               \
   do {                                                                        \

@@ -20,6 +20,7 @@
 #include "properties/invariant.h"
 #ifdef MOEFUZZ_WITH_CUDA
 #include "kernels/cuda/moe_pipeline.h"
+#include "support/require_gpu.h"
 #endif
 
 #ifndef MOEFUZZ_WITH_CUDA
@@ -37,12 +38,6 @@ bool env_on(const char* name) {
   const char* v = std::getenv(name);
   return v && std::string(v) == "1";
 }
-
-#define MOEFUZZ_REQUIRE_GPU()                                                                 \
-  do {                                                                                        \
-    std::string why_;                                                                         \
-    if (!cuda::cuda_device_available(&why_)) GTEST_SKIP() << "no CUDA GPU present: " << why_; \
-  } while (0)
 
 CampaignSummary campaign(const std::string& kernel_name, const std::string& invariants, int64_t cases,
                          uint64_t seed) {

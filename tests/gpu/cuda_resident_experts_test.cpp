@@ -16,6 +16,7 @@
 #include "kernels/cuda/moe_pipeline.h"
 #include "kernels/cuda/pipeline_result.h"
 #include "kernels/cuda/resident_experts.h"
+#include "support/require_gpu.h"
 #endif
 
 #ifndef MOEFUZZ_WITH_CUDA
@@ -25,12 +26,6 @@ TEST(CudaResidentExperts, RequiresCudaBuild) {
 #else
 namespace moefuzz {
 namespace {
-
-#define MOEFUZZ_REQUIRE_GPU()                                                                 \
-  do {                                                                                        \
-    std::string why_;                                                                         \
-    if (!cuda::cuda_device_available(&why_)) GTEST_SKIP() << "no CUDA GPU present: " << why_; \
-  } while (0)
 
 CaseRecipe recipe() {
   CaseRecipe r;
