@@ -23,6 +23,7 @@
 #include <cmath>
 #include <functional>
 #include <span>
+#include <stdexcept>
 #include <vector>
 
 #include "core/bf16.h"
@@ -133,33 +134,39 @@ struct ActRow {
   std::vector<float> s;
 };
 
-// acc[0..nt) = sum over K of the row times the tile, per the tactic's association.
+// acc[0..nt) = sum over K of the row times the tile, per the tactic's association. Columns are
+// independent: each sums its products in the same order whatever the loop order, so the tile is
+// walked 16 columns at a time with their partial sums in registers.
 void dot_tile(const ActRow& a, const WeightTile& w, int64_t K, int64_t nt, const CpuConfig& cfg, float* acc) {
+  constexpr int64_t kCols = 16;
+  if (nt % kCols != 0) throw std::logic_error("dot_tile: the tile width is not a multiple of 16");
   const int64_t Kb = K / 16;
   const int64_t group = cfg.tactic == 1 ? 4 : 1;  // blocks per partial sum
-  std::vector<float> p(static_cast<size_t>(nt)), part(static_cast<size_t>(nt));
-  for (int64_t n = 0; n < nt; ++n) acc[n] = 0.0f;
-  for (int64_t g0 = 0; g0 < Kb; g0 += group) {
-    for (int64_t n = 0; n < nt; ++n) part[n] = 0.0f;
-    for (int64_t kb = g0; kb < std::min(Kb, g0 + group); ++kb) {
-      for (int64_t n = 0; n < nt; ++n) p[n] = 0.0f;
-      for (int64_t j = 0; j < 16; ++j) {
-        const float xj = a.x[kb * 16 + j];
-        const float* wj = w.codes.data() + (kb * 16 + j) * nt;
-        for (int64_t n = 0; n < nt; ++n) p[n] += xj * wj[n];
+  for (int64_t c0 = 0; c0 < nt; c0 += kCols) {
+    float* out = acc + c0;
+    for (int64_t n = 0; n < kCols; ++n) out[n] = 0.0f;
+    for (int64_t g0 = 0; g0 < Kb; g0 += group) {
+      float part[kCols] = {};
+      for (int64_t kb = g0; kb < std::min(Kb, g0 + group); ++kb) {
+        float p[kCols] = {};
+        for (int64_t j = 0; j < 16; ++j) {
+          const float xj = a.x[static_cast<size_t>(kb * 16 + j)];
+          const float* wj = w.codes.data() + (kb * 16 + j) * nt + c0;
+          for (int64_t n = 0; n < kCols; ++n) p[n] += xj * wj[n];
+        }
+        // TACTIC mutant: tactic 1 reads its 64-K tile's first block scale for all four blocks.
+        const int64_t sb = cfg.dev.tactic1_group_scale && cfg.tactic == 1 ? g0 : kb;
+        const float sa = a.s[static_cast<size_t>(sb)];
+        const float* sw = w.scales.data() + sb * nt + c0;
+        for (int64_t n = 0; n < kCols; ++n) part[n] += p[n] * (sa * sw[n]);
       }
-      // TACTIC mutant: tactic 1 reads its 64-K tile's first block scale for all four blocks.
-      const int64_t sb = cfg.dev.tactic1_group_scale && cfg.tactic == 1 ? g0 : kb;
-      const float sa = a.s[sb];
-      const float* sw = w.scales.data() + sb * nt;
-      for (int64_t n = 0; n < nt; ++n) part[n] += p[n] * (sa * sw[n]);
+      // Tactic 0: part is the single block term (0 + term is exact), so this is acc += term.
+      for (int64_t n = 0; n < kCols; ++n) out[n] += part[n];
+      // ORACLE mutant: the default tactic holds its accumulator in bf16 registers (a bf16 conversion
+      // where fp32 accumulation is meant); the other tactic is correct, so TACTIC passes.
+      if (cfg.dev.bf16_accumulator_default && cfg.tactic == 0)
+        for (int64_t n = 0; n < kCols; ++n) out[n] = round_to_bf16(out[n]);
     }
-    // Tactic 0: part is the single block term (0 + term is exact), so this is acc += term.
-    for (int64_t n = 0; n < nt; ++n) acc[n] += part[n];
-    // ORACLE mutant: the default tactic holds its accumulator in bf16 registers (a bf16 conversion
-    // where fp32 accumulation is meant); the other tactic is correct, so TACTIC passes.
-    if (cfg.dev.bf16_accumulator_default && cfg.tactic == 0)
-      for (int64_t n = 0; n < nt; ++n) acc[n] = round_to_bf16(acc[n]);
   }
 }
 
