@@ -3,7 +3,8 @@
 // scales) fed to a ContentHasher: the one place that knows what an expert's content is. CANARY's input
 // fingerprint (kernels/canary.h), the Python kernels' weight cache keys (kernels/python_kernel.h) and
 // the oracle's row memo (oracles/row_memo.h), which reuses rows across cases whose experts carry the
-// same content under other indices, all read it.
+// same content under other indices, and the `cuda` kernel's resident device copies
+// (kernels/cuda/resident_experts.h) all read it.
 //
 // Example:
 //   moefuzz::ContentHasher h;

@@ -110,16 +110,6 @@ class SharedVector {
     for (size_t i = old; i < n; ++i) items_[i] = std::make_shared<T>();
   }
   void push_back(T x) { items_.push_back(std::make_shared<T>(std::move(x))); }
-  template <class... Args>
-  T& emplace_back(Args&&... args) {
-    items_.push_back(std::make_shared<T>(std::forward<Args>(args)...));
-    return *items_.back();
-  }
-  iterator erase(const_iterator first, const_iterator last) {
-    const auto at = items_.begin() + (first - cbegin());
-    return iterator(items_.data() + (items_.erase(at, at + (last - first)) - items_.begin()));
-  }
-  iterator erase(const_iterator at) { return erase(at, at + 1); }
 
   const T& operator[](size_t i) const { return *items_[i]; }
   T& operator[](size_t i) { return own(items_[i]); }
@@ -132,8 +122,6 @@ class SharedVector {
 
   const_iterator begin() const { return const_iterator(items_.data()); }
   const_iterator end() const { return const_iterator(items_.data() + items_.size()); }
-  const_iterator cbegin() const { return begin(); }
-  const_iterator cend() const { return end(); }
   iterator begin() { return iterator(items_.data()); }
   iterator end() { return iterator(items_.data() + items_.size()); }
 

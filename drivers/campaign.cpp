@@ -202,14 +202,13 @@ CampaignSummary run_campaign(const Kernel& kernel, const CampaignOptions& o, std
         d.report = fault_report(*supports_fault, co);
       } else {
         const MemoryGate::Hold hold(memory, estimate_check_bytes(d.recipe));
-        const PhaseSeconds at_start = thread_phase_seconds();
-        std::optional<Case> c;
-        {
+        const PhaseSeconds before = thread_phase_seconds();
+        const Case c = [&] {
           const PhaseTimer timer(Phase::kGeneration);
-          c.emplace(materialize(d.recipe, o.max_case_bytes));
-        }
-        d.report = check_case(k, *c, co);
-        d.generation_seconds = (thread_phase_seconds() - at_start).generation;
+          return materialize(d.recipe, o.max_case_bytes);
+        }();
+        d.generation_seconds = (thread_phase_seconds() - before).generation;
+        d.report = check_case(k, c, co);
       }
       d.report.baseline.reset();  // not needed here; results wait in memory for their commit
     } catch (const Interrupted&) {

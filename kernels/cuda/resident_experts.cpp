@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
-#include <span>
 #include <stdexcept>
 #include <string>
 
 #include "core/content_hasher.h"
+#include "core/expert_fingerprint.h"
 #include "core/swizzle.h"
 
 namespace moefuzz::cuda {
@@ -19,14 +19,12 @@ void check(cudaError_t e, const char* what) {
                              ", resident expert weights)");
 }
 
+// The expert's content (core/expert_fingerprint.h) in this layout.
 Hash128 content_key(const ExpertWeights& ew, const ExpertLayout& l) {
   ContentHasher h;
-  const int64_t shape[3] = {l.hidden, l.inter, l.up_first ? 1 : 0};
-  h.add_bytes(shape, sizeof shape);
-  for (const Nvfp4Matrix* m : {&ew.gate, &ew.up, &ew.down}) {
-    h.add(m->packed);
-    h.add(m->scales);
-  }
+  const int64_t layout[3] = {l.hidden, l.inter, l.up_first ? 1 : 0};
+  h.add_bytes(layout, sizeof layout);
+  add_expert_weights(h, ew);
   return h.value128();
 }
 
