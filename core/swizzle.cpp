@@ -1,5 +1,6 @@
 #include "core/swizzle.h"
 
+#include <cstring>
 #include <string>
 
 #include "core/errors.h"
@@ -27,15 +28,31 @@ void check_size(const char* what, size_t got, int64_t expected) {
   }
 }
 
+// Both layouts keep four consecutive scale columns of a row together: offset(m, kb) =
+// offset(m, 0) + (kb / 4) * group_stride + kb % 4. So a row moves as 4-byte groups, with one offset
+// per row instead of a call per byte (a cold `cuda` upload swizzles ~24 MB of scales at M: ~100 ms
+// element by element, a tenth of that by groups).
+template <class Copy>
+void for_each_group(int64_t rows, int64_t scale_cols, OffsetFn offset, Copy copy) {
+  const int64_t full = scale_cols / 4, tail = scale_cols % 4;
+  const int64_t group_stride = scale_cols >= 8 ? offset(0, 4, scale_cols) - offset(0, 0, scale_cols) : 0;
+  for (int64_t m = 0; m < rows; ++m) {
+    const int64_t base = offset(m, 0, scale_cols);
+    const int64_t row = m * scale_cols;
+    for (int64_t q = 0; q < full; ++q) copy(base + q * group_stride, row + 4 * q, 4);
+    if (tail > 0) copy(offset(m, 4 * full, scale_cols), row + 4 * full, tail);
+  }
+}
+
 std::vector<uint8_t> swizzle(const char* what, std::span<const uint8_t> linear, int64_t rows,
                              int64_t scale_cols, SizeFn padded_size_of, OffsetFn offset) {
   check_dims(what, rows, scale_cols);
   const int64_t padded_size = padded_size_of(rows, scale_cols);
   check_size(what, linear.size(), rows * scale_cols);
   std::vector<uint8_t> out(static_cast<size_t>(padded_size), 0);
-  for (int64_t m = 0; m < rows; ++m)
-    for (int64_t kb = 0; kb < scale_cols; ++kb)
-      out[static_cast<size_t>(offset(m, kb, scale_cols))] = linear[static_cast<size_t>(m * scale_cols + kb)];
+  for_each_group(rows, scale_cols, offset, [&](int64_t to, int64_t from, int64_t n) {
+    std::memcpy(out.data() + to, linear.data() + from, static_cast<size_t>(n));
+  });
   return out;
 }
 
@@ -45,10 +62,9 @@ std::vector<uint8_t> unswizzle(const char* what, std::span<const uint8_t> swizzl
   const int64_t padded_size = padded_size_of(rows, scale_cols);
   check_size(what, swizzled.size(), padded_size);
   std::vector<uint8_t> out(static_cast<size_t>(rows * scale_cols));
-  for (int64_t m = 0; m < rows; ++m)
-    for (int64_t kb = 0; kb < scale_cols; ++kb)
-      out[static_cast<size_t>(m * scale_cols + kb)] =
-          swizzled[static_cast<size_t>(offset(m, kb, scale_cols))];
+  for_each_group(rows, scale_cols, offset, [&](int64_t from, int64_t to, int64_t n) {
+    std::memcpy(out.data() + to, swizzled.data() + from, static_cast<size_t>(n));
+  });
   return out;
 }
 
