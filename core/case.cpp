@@ -147,6 +147,9 @@ Case materialize(const CaseRecipe& recipe, int64_t max_bytes) {
   if (weights)
     load_modelopt_router_and_scales(c, *weights, *layer, !recipe.files.inputs.empty() && !logits_given);
   apply_edits(c, recipe.edits);
+  // From here the experts only change by copy, so their content hashes can be remembered across the
+  // kernel runs and evaluations of a check (core/expert_fingerprint.h).
+  c.experts.freeze();
   return c;
 }
 

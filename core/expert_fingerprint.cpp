@@ -1,5 +1,7 @@
 #include "core/expert_fingerprint.h"
 
+#include <unordered_map>
+
 namespace moefuzz {
 
 // A field added to one of these structs must be hashed below (the row memo would otherwise reuse
@@ -46,6 +48,23 @@ void add_expert_weights(ContentHasher& h, const ExpertWeights& e) {
     h.add(m->scales);
   }
   for (const std::vector<float>* b : {&e.gate_bias, &e.up_bias, &e.down_bias}) h.add(*b);
+}
+
+Hash128 expert_content_hash(const SharedVector<ExpertWeights>& experts, size_t e) {
+  const auto hash = [&] {
+    ContentHasher h;
+    add_expert_weights(h, experts[e]);
+    return h.value128();
+  };
+  const std::optional<uint64_t> stamp = experts.content_stamp(e);
+  if (!stamp) return hash();
+  // Stamps are never reused, so entries of cases gone are only dead weight: the table is emptied when
+  // it grows past a check's working set (a few cases of up to 4096 experts).
+  constexpr size_t kMaxEntries = size_t{1} << 16;
+  thread_local std::unordered_map<uint64_t, Hash128> by_stamp;
+  if (const auto it = by_stamp.find(*stamp); it != by_stamp.end()) return it->second;
+  if (by_stamp.size() >= kMaxEntries) by_stamp.clear();
+  return by_stamp.emplace(*stamp, hash()).first->second;
 }
 
 }  // namespace moefuzz

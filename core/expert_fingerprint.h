@@ -6,15 +6,24 @@
 // same content under other indices, and the `cuda` kernel's resident device copies
 // (kernels/cuda/resident_experts.h) all read it.
 //
+// expert_content_hash is the same content as one 128-bit value, remembered per thread under the
+// element's content stamp (core/shared_vector.h) while the element cannot change: a check's ~20 kernel
+// runs per case hash each shared expert once instead of once per run. CANARY does not use it: it
+// must see a kernel's writes through const pointers, which no stamp records.
+//
 // Example:
 //   moefuzz::ContentHasher h;
 //   moefuzz::add_expert_weights(h, c.experts[e]);
 //   uint64_t key = h.value();
+//   moefuzz::Hash128 same_content = moefuzz::expert_content_hash(c.experts, e);
 #include "core/case.h"
 #include "core/content_hasher.h"
 
 namespace moefuzz {
 
 void add_expert_weights(ContentHasher& h, const ExpertWeights& e);
+
+// ContentHasher's value128() of add_expert_weights(experts[e]) alone (seed 0).
+Hash128 expert_content_hash(const SharedVector<ExpertWeights>& experts, size_t e);
 
 }  // namespace moefuzz

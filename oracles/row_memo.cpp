@@ -70,7 +70,8 @@ OracleRowMemo::Key OracleRowKeys::key(int64_t token, int64_t slot, int32_t exper
   const size_t e = static_cast<size_t>(expert);
   if (!expert_hash_[e]) {
     ContentHasher h(kSeed);
-    add_expert_weights(h, c_.experts[e]);
+    const Hash128 content = expert_content_hash(c_.experts, e);
+    h.add_bytes(&content, sizeof content);
     const float sq[2] = {c_.a1_scale_for(expert), c_.a2_scale_for(expert)};
     h.add_bytes(sq, sizeof sq);
     expert_hash_[e] = h.value128();

@@ -19,13 +19,16 @@ void shuffle(std::vector<int64_t>& v, const Stream& s, uint64_t salt) {
   }
 }
 
-// Copy of `m` with rows/cols zero-padded to (rows, cols). New blocks get scale byte 0.
+// Copy of `m` with rows/cols zero-padded to (rows, cols). New blocks get scale byte 0. Both column
+// counts are multiples of 16, so each row's codes and scales are whole bytes at the row's start
+// (copied as bytes: code by code, PAD's transform took ~1 s per case at M).
 Nvfp4Matrix pad_matrix(const Nvfp4Matrix& m, int64_t rows, int64_t cols) {
   Nvfp4Matrix out(rows, cols);
   out.global_dequant = m.global_dequant;
   for (int64_t r = 0; r < m.rows; ++r) {
-    for (int64_t c = 0; c < m.cols; ++c) out.set_code(r, c, m.code(r, c));
-    for (int64_t b = 0; b < m.blocks_per_row(); ++b) out.scale(r, b) = m.scale(r, b);
+    std::copy_n(m.packed.begin() + r * (m.cols / 2), m.cols / 2, out.packed.begin() + r * (cols / 2));
+    std::copy_n(m.scales.begin() + r * m.blocks_per_row(), m.blocks_per_row(),
+                out.scales.begin() + r * out.blocks_per_row());
   }
   return out;
 }
@@ -196,6 +199,7 @@ Case pad_dims(const Case& c, int64_t new_hidden, int64_t new_inter) {
     p.down = nvfp4 ? pad_matrix(w.down, new_hidden, new_inter) : w.down;
     out.experts.set(e, std::move(p));
   }
+  out.experts.freeze();  // its runs and evaluations hash each padded expert once (core/shared_vector.h)
   return out;
 }
 
@@ -220,6 +224,7 @@ Case rescale_weight_global(const Case& c, int64_t expert, const std::string& whi
   if (!(std::fabs(sd) >= 0x1p-126 && std::fabs(sd) < 0x1p127)) return c;
   m->global_dequant = static_cast<float>(sd);
   *ok = true;
+  out.experts.freeze();  // `ew` is not used past here
   return out;
 }
 

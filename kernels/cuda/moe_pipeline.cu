@@ -406,7 +406,7 @@ void MoePipeline::upload_case(const Case& c) {
              ew.down.packed.size() == static_cast<size_t>(H * (I / 2)) && first.scales.size() == half / 8 &&
              second.scales.size() == half / 8 && ew.down.scales.size() == static_cast<size_t>(H * (I / 16)),
          "experts (packed codes)");
-    const uint8_t* src = resident.find_or_upload(ew, layout, kStream);
+    const uint8_t* src = resident.find_or_upload(c.experts, static_cast<size_t>(e), layout, kStream);
     cudaMemcpyKind kind = cudaMemcpyDeviceToDevice;
     if (src == nullptr) {
       direct.resize(static_cast<size_t>(layout.bytes()));

@@ -20,11 +20,11 @@ void check(cudaError_t e, const char* what) {
 }
 
 // The expert's content (core/expert_fingerprint.h) in this layout.
-Hash128 content_key(const ExpertWeights& ew, const ExpertLayout& l) {
+Hash128 layout_key(const Hash128& content, const ExpertLayout& l) {
   ContentHasher h;
   const int64_t layout[3] = {l.hidden, l.inter, l.up_first ? 1 : 0};
   h.add_bytes(layout, sizeof layout);
-  add_expert_weights(h, ew);
+  h.add_bytes(&content, sizeof content);
   return h.value128();
 }
 
@@ -77,11 +77,12 @@ void ResidentExperts::evict_oldest(cudaStream_t stream) {
   lru_.pop_back();
 }
 
-const uint8_t* ResidentExperts::find_or_upload(const ExpertWeights& ew, const ExpertLayout& l,
-                                               cudaStream_t stream) {
+const uint8_t* ResidentExperts::find_or_upload(const SharedVector<ExpertWeights>& experts, size_t e,
+                                               const ExpertLayout& l, cudaStream_t stream) {
   const size_t bytes = static_cast<size_t>(l.bytes());
   if (bytes > capacity_) return nullptr;
-  const Hash128 h = content_key(ew, l);
+  const ExpertWeights& ew = experts[e];
+  const Hash128 h = layout_key(expert_content_hash(experts, e), l);
   const Key key{h.low, h.high};
   if (auto it = index_.find(key); it != index_.end()) {
     lru_.splice(lru_.begin(), lru_, it->second);

@@ -3,7 +3,9 @@
 // keep between runs, found by content. A check runs the kernel ~20 times per case on the case and its
 // transforms, which share most experts (GSCALE changes one, PERM reorders them, BATCH and SCALE1 none),
 // and the host-to-device copy of the weights was ~88% of a run at M (BM_CudaLayer/M/phases: 127 of
-// 145 ms): a run now hashes each expert (XXH3, ~20 GB/s) and copies the resident copy device to device.
+// 145 ms): a run now finds each expert by its content hash (core/expert_fingerprint.h: remembered
+// per shared expert, so the ~3 MB of an M expert are hashed once per case, not once per run) and
+// copies the resident copy device to device.
 //
 // A copy holds one expert in the pipeline's layout, [w13 codes][w2 codes][w13 scales][w2 scales]
 // (moe_pipeline.cu: w13 = the kernel-order halves, scales 128x4-swizzled), so a run assembles its
@@ -12,7 +14,7 @@
 //
 // Example (inside MoePipeline::upload_case):
 //   const ExpertLayout l = ...;
-//   if (const uint8_t* d = thread_resident_experts().find_or_upload(ew, l, kStream))
+//   if (const uint8_t* d = thread_resident_experts().find_or_upload(c.experts, e, l, kStream))
 //     cudaMemcpyAsync(w13 + e * l.w13_bytes(), d, l.w13_bytes(), cudaMemcpyDeviceToDevice, kStream);
 #include <cuda_runtime.h>
 
@@ -46,11 +48,12 @@ class ResidentExperts {
   ResidentExperts(const ResidentExperts&) = delete;
   ResidentExperts& operator=(const ResidentExperts&) = delete;
 
-  // The device address of ew's copy in layout l, uploaded first when no copy has its content. Valid
+  // The device address of expert e's copy in layout l, uploaded first when no copy has its content. Valid
   // for work enqueued on `stream` after this call. nullptr when the copy cannot be kept (larger than
   // the capacity, or the device has no room even after evicting every copy): the caller uploads
   // directly. Throws std::runtime_error on any other CUDA failure.
-  const uint8_t* find_or_upload(const ExpertWeights& ew, const ExpertLayout& l, cudaStream_t stream);
+  const uint8_t* find_or_upload(const SharedVector<ExpertWeights>& experts, size_t e, const ExpertLayout& l,
+                                cudaStream_t stream);
 
   int64_t hits() const { return hits_; }
   int64_t misses() const { return misses_; }

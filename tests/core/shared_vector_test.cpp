@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/case.h"
+#include "core/expert_fingerprint.h"
 #include "properties/case_transforms.h"
 
 namespace moefuzz {
@@ -120,6 +122,57 @@ TEST(SharedVector, CaseTransformsShareTheExpertsTheyKeep) {
   for (size_t e = 0; e < 6; ++e) EXPECT_EQ(g.experts.shares(e, c.experts), e != 2) << e;
   EXPECT_FALSE(g.experts[2] == c.experts[2]);
   EXPECT_TRUE(c == materialize(r)) << "the base case is unchanged";
+}
+
+// A stamp is given only for a frozen element, which never changes: every mutable access copies it
+// first, so a reference can only reach the copy, which is unfrozen and stamped anew.
+TEST(SharedVector, OnlyFrozenElementsHaveStamps) {
+  SharedVector<Counted> a(2);
+  EXPECT_FALSE(a.content_stamp(0)) << "not frozen: a reference may still change it";
+  const SharedVector<Counted> shared = a;
+  EXPECT_FALSE(a.content_stamp(0)) << "sharing alone does not freeze";
+  a.freeze();
+  const std::optional<uint64_t> s0 = a.content_stamp(0), s1 = a.content_stamp(1);
+  ASSERT_TRUE(s0 && s1);
+  EXPECT_NE(*s0, *s1);
+  const SharedVector<Counted> copy = a;
+  EXPECT_EQ(copy.content_stamp(0), s0) << "copies keep the element frozen under its stamp";
+  Counted& r = a[0];  // unshared with `shared` and `copy`'s element 0, but frozen: copied anyway
+  EXPECT_FALSE(a.shares(0, copy));
+  EXPECT_FALSE(a.content_stamp(0)) << "the copy a reference reaches is not frozen";
+  r.text = "changed";
+  EXPECT_EQ(copy[0].text, "") << "the frozen element did not change";
+  a.freeze();
+  ASSERT_TRUE(a.content_stamp(0));
+  EXPECT_NE(*a.content_stamp(0), *s0) << "new content, new stamp";
+  EXPECT_EQ(a.content_stamp(1), s1) << "the untouched element keeps its stamp";
+}
+
+// expert_content_hash is add_expert_weights' value, and a materialized case's experts change only by
+// copy: a changed expert's remembered hash is never the old one.
+TEST(SharedVector, RememberedExpertHashesFollowTheContent) {
+  CaseRecipe r;
+  r.seed = 9;
+  r.shape = {.tokens = 4, .hidden = 64, .inter = 32, .experts = 3, .top_k = 2};
+  Case c = materialize(r);
+  const auto direct = [](const ExpertWeights& e) {
+    ContentHasher h;
+    add_expert_weights(h, e);
+    return h.value128();
+  };
+  for (size_t e = 0; e < 3; ++e) {
+    ASSERT_TRUE(c.experts.content_stamp(e)) << "materialize freezes the experts";
+    EXPECT_EQ(expert_content_hash(c.experts, e), direct(std::as_const(c.experts)[e])) << e;
+  }
+  const Hash128 before = expert_content_hash(c.experts, 1);
+  ExpertWeights& held = c.experts[1];
+  held.down.packed[0] ^= 0x11;
+  const Hash128 changed = expert_content_hash(c.experts, 1);
+  EXPECT_FALSE(changed == before);
+  EXPECT_EQ(changed, direct(held));
+  held.up.scales[0] ^= 0x01;  // through a reference held across the hash above
+  EXPECT_EQ(expert_content_hash(c.experts, 1), direct(held));
+  EXPECT_FALSE(expert_content_hash(c.experts, 1) == changed);
 }
 
 }  // namespace

@@ -74,6 +74,24 @@ TEST(CudaResidentExperts, ResidentRunsGiveTheBitsOfFreshRuns) {
       << "the change must be visible for the test to mean anything";
 }
 
+// Experts are found by a hash remembered under their content stamps (core/shared_vector.h): a case
+// changed in place between runs, through a reference held across a run, must still get its new bits.
+TEST(CudaResidentExperts, InPlaceChangesBetweenRunsAreNeverStale) {
+  MOEFUZZ_REQUIRE_GPU();
+  Case c = materialize(recipe());  // frozen experts: their stamps are trusted
+  const LayerResult before = run(c);
+  ExpertWeights& ew = c.experts[0];  // copies the frozen expert; this case alone holds the copy
+  for (size_t e = 0; e < c.experts.size(); ++e) c.experts[e].down.packed[1] ^= 0x22;
+  const LayerResult changed = run(c);
+  EXPECT_TRUE(same_bits(changed.output, run_fresh(c).output));
+  EXPECT_FALSE(same_bits(changed.output, before.output)) << "the change must be visible";
+  ew.up.packed[3] ^= 0x35;  // through the reference held across the run above
+  ew.up.scales[1] = ew.up.scales[1] == 0x38 ? 0x40 : 0x38;
+  const LayerResult again = run(c);
+  EXPECT_TRUE(same_bits(again.output, run_fresh(c).output));
+  EXPECT_FALSE(same_bits(again.output, changed.output)) << "the second change must be visible";
+}
+
 TEST(CudaResidentExperts, EvictionKeepsEveryCopysContent) {
   MOEFUZZ_REQUIRE_GPU();
   const Case c = materialize(recipe());
@@ -89,7 +107,7 @@ TEST(CudaResidentExperts, EvictionKeepsEveryCopysContent) {
   std::vector<uint8_t> want(static_cast<size_t>(l.bytes())), got(want.size());
   for (int pass = 0; pass < 2; ++pass)
     for (size_t e = 0; e < 4; ++e) {
-      const uint8_t* d = r.find_or_upload(c.experts[e], l, cudaStreamPerThread);
+      const uint8_t* d = r.find_or_upload(c.experts, e, l, cudaStreamPerThread);
       ASSERT_NE(d, nullptr);
       ASSERT_EQ(cudaMemcpyAsync(got.data(), d, got.size(), cudaMemcpyDeviceToHost, cudaStreamPerThread),
                 cudaSuccess);
@@ -102,7 +120,7 @@ TEST(CudaResidentExperts, EvictionKeepsEveryCopysContent) {
   EXPECT_EQ(r.misses(), 8);
   // Larger than the capacity: not kept, the caller uploads directly.
   cuda::ResidentExperts tiny(16);
-  EXPECT_EQ(tiny.find_or_upload(c.experts[0], l, cudaStreamPerThread), nullptr);
+  EXPECT_EQ(tiny.find_or_upload(c.experts, 0, l, cudaStreamPerThread), nullptr);
 }
 
 }  // namespace
