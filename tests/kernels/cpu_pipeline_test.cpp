@@ -43,9 +43,12 @@ TEST(CpuPipeline, RoutingStructureHoldsOnManyRandomCases) {
           groups.insert(static_cast<int32_t>(e / (E / r.shape.n_group)));
           sum += w;
         }
-        if (mode != RoutingMode::kHash) EXPECT_EQ(static_cast<int64_t>(ids.size()), K) << "ids not distinct";
-        if (mode == RoutingMode::kSigmoidGrouped)
+        if (mode != RoutingMode::kHash) {
+          EXPECT_EQ(static_cast<int64_t>(ids.size()), K) << "ids not distinct";
+        }
+        if (mode == RoutingMode::kSigmoidGrouped) {
           EXPECT_LE(static_cast<int64_t>(groups.size()), r.shape.topk_group);
+        }
         if (r.routing.renormalize) {
           // Target: 1, times rsf because the profile applies it in top-k. Each weight is fl(s/fl(sum))
           // (then fl(x rsf)): the fp32 sum has relative error <= (K-1)u, the divide and the multiply u
