@@ -166,6 +166,59 @@ BENCHMARK(BM_CudaLayer_M_phases)
     ->UseRealTime()
     ->Iterations(5);
 
+// BM_CudaLayer/M/downloads: pipeline_result's downloads one by one (milliseconds per call, wall, after
+// a resident run), beside the whole of pipeline_result (`all_ms`); the difference is host-side work
+// between the downloads (reordering GEMM1's halves, bf16 to float).
+void BM_CudaLayer_M_downloads(benchmark::State& state) {
+  if (skip_without_gpu(state)) return;
+  const CaseRecipe r = m_recipe();
+  static const Case c = materialize(r);
+  const cuda::PipelineConfig cfg = cuda::config_for(r, cuda_kernel_profile(), 0);
+  (void)cuda::run_whole_case(cfg, c);  // CUDA context, module load, resident weights
+  using Clock = std::chrono::steady_clock;
+  const char* names[] = {"output_ms", "routing_ms", "permutation_ms", "fc1_ms", "fc2_ms",
+                         "gemm1_ms",  "act_ms",     "gemm2_ms",       "all_ms"};
+  double ms[9] = {};
+  for (auto _ : state) {
+    cuda::MoePipeline p(cfg);
+    p.upload_case(c);
+    p.run();
+    int i = 0;
+    const auto timed = [&](auto&& f) {
+      const auto t0 = Clock::now();
+      f();
+      ms[i++] += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    };
+    std::vector<int64_t> rows;
+    timed([&] { benchmark::DoNotOptimize(p.download_output().data()); });
+    timed([&] {
+      std::vector<int32_t> ids;
+      std::vector<float> w;
+      p.download_routing(ids, w);
+    });
+    timed([&] {
+      const cuda::Permutation perm = p.download_permutation();
+      rows.assign(perm.pair_row.begin(), perm.pair_row.end());
+    });
+    std::vector<uint8_t> packed, scales;
+    timed([&] { p.download_fc1_rows(rows, packed, scales); });
+    timed([&] { p.download_fc2_rows(rows, packed, scales); });
+    timed([&] { benchmark::DoNotOptimize(p.download_gemm1_rows(rows).data()); });
+    timed([&] { benchmark::DoNotOptimize(p.download_act_rows(rows).data()); });
+    timed([&] { benchmark::DoNotOptimize(p.download_gemm2_rows(rows).data()); });
+    std::vector<int64_t> tokens(static_cast<size_t>(r.shape.tokens));
+    for (int64_t t = 0; t < r.shape.tokens; ++t) tokens[static_cast<size_t>(t)] = t;
+    timed([&] { benchmark::DoNotOptimize(cuda::pipeline_result(p, tokens, true).output.data()); });
+  }
+  const double n = static_cast<double>(state.iterations());
+  for (int i = 0; i < 9; ++i) state.counters[names[i]] = ms[i] / n;
+}
+BENCHMARK(BM_CudaLayer_M_downloads)
+    ->Name("BM_CudaLayer/M/downloads")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime()
+    ->Iterations(5);
+
 }  // namespace
 }  // namespace moefuzz
 
