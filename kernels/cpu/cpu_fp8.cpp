@@ -110,11 +110,13 @@ float act_scale(const Fp8GroupQuantized& a, int64_t read, int64_t kb) {
   return a.scales[static_cast<size_t>(read * per_row + kb)];
 }
 
-// out[off(r) + col0 + n] for n in [0, N) of matrix w, for the rows of one expert.
-void fp8_matmul(const std::vector<int64_t>& rows, const Fp8BlockQuantized& w,
-                const Fp8BlockQuantized* up_half_of, const Fp8GroupQuantized& a, IndexProduct input_product,
-                IndexProduct product, int64_t ldo, int64_t col0, bool round, const CpuConfig& cfg,
-                std::vector<float>& out) {
+// out[off(r) + col0 + n] for n in [0, N) of matrix w, for the rows of one expert. The block sums are
+// exact in double in any order, so the AVX2 clone (picked at load time where the CPU has it) gives
+// the same bits.
+__attribute__((target_clones("avx2", "default"))) void fp8_matmul(
+    const std::vector<int64_t>& rows, const Fp8BlockQuantized& w, const Fp8BlockQuantized* up_half_of,
+    const Fp8GroupQuantized& a, IndexProduct input_product, IndexProduct product, int64_t ldo, int64_t col0,
+    bool round, const CpuConfig& cfg, std::vector<float>& out) {
   const auto& lut = e4m3_values();
   const int64_t K = w.cols, N = w.rows, Kb = K / kFp8WeightBlock, nt = 32;
   const int64_t out_rows = static_cast<int64_t>(out.size()) / ldo;
