@@ -52,6 +52,11 @@ struct RunOptions {
   // space. Only kernels whose claims say index_window receive a non-empty one; the output is the
   // same as without it for a correct kernel.
   IndexWindow index_window;
+  // False: the caller reads only the output, the routing and the quantized codes (a metamorphic
+  // comparison, whose oracle evaluation is conditioned on those decisions alone). A kernel may then
+  // leave gemm1, activation, gemm2 and shared_output unset: the `cuda` kernel skips their downloads
+  // (most of a run's host time). Ignoring it is always correct.
+  bool intermediates = true;
 };
 
 // Where a kernel writes its [T, H] output: the guarded buffer when the framework supplies one, else

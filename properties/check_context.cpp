@@ -34,6 +34,12 @@ LayerResult CheckContext::run(const Case& c, const RunOptions* opts) const {
   return run_guarded(kernel_, c, opts ? *opts : opts_, std::nullopt, /*check_input=*/false).result;
 }
 
+LayerResult CheckContext::run_for_comparison(const Case& c) const {
+  RunOptions opts = opts_;
+  opts.intermediates = false;
+  return run(c, &opts);
+}
+
 const OracleEvaluation& CheckContext::oracle() {
   if (!oracle_) oracle_ = moefuzz::evaluate(case_, profile_, baseline(), memo());
   return *oracle_;

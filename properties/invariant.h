@@ -46,6 +46,10 @@ class CheckContext {
   // A run of the kernel on another (transformed) case with the same options, guarded (poisoned output,
   // guard bands); the input check is the baseline run's and CANARY's.
   LayerResult run(const Case& c, const RunOptions* opts = nullptr) const;
+  // run() for a caller that reads only the output, the routing and the quantized codes (a metamorphic
+  // comparison: its evaluations are conditioned on those decisions alone): RunOptions::intermediates
+  // off, so a device kernel need not download GEMM1, activation and GEMM2.
+  LayerResult run_for_comparison(const Case& c) const;
   // Faults in the baseline run (canary violations, unwritten outputs, plugin crash), "" if none.
   const std::string& baseline_fault();
   // The oracle's evaluation of the base case conditioned on every decision and intermediate the

@@ -148,7 +148,7 @@ void BM_CudaLayer_M_phases(benchmark::State& state) {
     t0 = Clock::now();
     std::vector<int64_t> tokens(static_cast<size_t>(r.shape.tokens));
     for (int64_t t = 0; t < r.shape.tokens; ++t) tokens[static_cast<size_t>(t)] = t;
-    const LayerResult out = cuda::pipeline_result(p, tokens, true);
+    const LayerResult out = cuda::pipeline_result(p, tokens, cuda::Exposure::kAll);
     benchmark::DoNotOptimize(out.output.data());
     ms[3] += since(t0);
   }
@@ -167,8 +167,9 @@ BENCHMARK(BM_CudaLayer_M_phases)
     ->Iterations(5);
 
 // BM_CudaLayer/M/downloads: pipeline_result's downloads one by one (milliseconds per call, wall, after
-// a resident run), beside the whole of pipeline_result (`all_ms`); the difference is host-side work
-// between the downloads (reordering GEMM1's halves, bf16 to float).
+// a resident run), beside the whole of pipeline_result (`all_ms`; the difference is host-side work
+// between the downloads: reordering GEMM1's halves, bf16 to float) and pipeline_result for a run
+// for comparison (`decisions_ms`: routing, output and codes only, RunOptions::intermediates off).
 void BM_CudaLayer_M_downloads(benchmark::State& state) {
   if (skip_without_gpu(state)) return;
   const CaseRecipe r = m_recipe();
@@ -208,10 +209,11 @@ void BM_CudaLayer_M_downloads(benchmark::State& state) {
     timed([&] { benchmark::DoNotOptimize(p.download_gemm2_rows(rows).data()); });
     std::vector<int64_t> tokens(static_cast<size_t>(r.shape.tokens));
     for (int64_t t = 0; t < r.shape.tokens; ++t) tokens[static_cast<size_t>(t)] = t;
-    timed([&] { benchmark::DoNotOptimize(cuda::pipeline_result(p, tokens, true).output.data()); });
+    for (const cuda::Exposure e : {cuda::Exposure::kAll, cuda::Exposure::kDecisions})
+      timed([&] { benchmark::DoNotOptimize(cuda::pipeline_result(p, tokens, e).output.data()); });
   }
   const double n = static_cast<double>(state.iterations());
-  for (int i = 0; i < 9; ++i) state.counters[names[i]] = ms[i] / n;
+  for (int i = 0; i < 10; ++i) state.counters[names[i]] = ms[i] / n;
 }
 BENCHMARK(BM_CudaLayer_M_downloads)
     ->Name("BM_CudaLayer/M/downloads")

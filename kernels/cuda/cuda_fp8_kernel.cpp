@@ -39,13 +39,14 @@ class CudaFp8Kernel final : public Kernel {
     return cuda::fp8_unsupported_reason(r, claimed_profile());
   }
   void run_layer(const Case& c, const RunOptions& opts, LayerResult& out) const override {
-    (void)opts;  // one tactic: RunOptions::tactic is always 0 here
+    // One tactic: RunOptions::tactic is always 0 here.
     const CaseRecipe& r = c.recipe;
     const std::string why = supports(r);
     if (!why.empty()) throw InputError(why);
     cuda::PipelineConfig cfg = cuda::config_for(r, claimed_profile(), 0);
     cfg.deviation = spec_.deviation;
-    out = cuda::run_whole_case(cfg, c);
+    out =
+        cuda::run_whole_case(cfg, c, opts.intermediates ? cuda::Exposure::kAll : cuda::Exposure::kDecisions);
   }
 
  private:

@@ -45,7 +45,8 @@ class CudaKernel final : public Kernel {
     if (!why.empty()) throw InputError(why);
     cuda::PipelineConfig cfg = cuda::config_for(r, claimed_profile(), opts.tactic);
     cfg.deviation = spec_.deviation;
-    out = cuda::run_whole_case(cfg, c);
+    out =
+        cuda::run_whole_case(cfg, c, opts.intermediates ? cuda::Exposure::kAll : cuda::Exposure::kDecisions);
   }
 
  private:

@@ -17,7 +17,7 @@ std::vector<float> widen(const std::vector<uint16_t>& v) {
 
 }  // namespace
 
-LayerResult pipeline_result(const MoePipeline& p, const std::vector<int64_t>& tokens, bool stages) {
+LayerResult pipeline_result(const MoePipeline& p, const std::vector<int64_t>& tokens, Exposure exposure) {
   const PipelineConfig& cfg = p.config();
   const int64_t n = static_cast<int64_t>(tokens.size()), H = cfg.hidden, I = cfg.inter;
   const int64_t S = cfg.all_slots(), R = cfg.routed_slots();
@@ -40,7 +40,7 @@ LayerResult pipeline_result(const MoePipeline& p, const std::vector<int64_t>& to
       out.routing.ids[i * R + s] = ids[tokens[i] * S + s];
       out.routing.weights[i * R + s] = w[tokens[i] * S + s];
     }
-  if (!stages) return out;
+  if (exposure == Exposure::kNone) return out;
 
   // Permuted rows of the routed pairs, in the result's (token, slot) order.
   const Permutation perm = p.download_permutation();
@@ -65,6 +65,7 @@ LayerResult pipeline_result(const MoePipeline& p, const std::vector<int64_t>& to
     out.fc1_input = quantized(true);
     out.fc2_input = quantized(false);
   }
+  if (exposure == Exposure::kDecisions) return out;
   // GEMM1 in semantic [gate | up] order whatever the kernel's w13 order.
   const std::vector<uint16_t> g1 = p.download_gemm1_rows(rows);
   std::vector<float> gemm1(g1.size());
@@ -84,7 +85,7 @@ LayerResult pipeline_result(const MoePipeline& p, const std::vector<int64_t>& to
   return out;
 }
 
-LayerResult run_whole_case(const PipelineConfig& cfg, const Case& c) {
+LayerResult run_whole_case(const PipelineConfig& cfg, const Case& c, Exposure exposure) {
   MoePipeline p(cfg);
   p.upload_case(c);
   p.run();
@@ -92,8 +93,8 @@ LayerResult run_whole_case(const PipelineConfig& cfg, const Case& c) {
   std::vector<int64_t> tokens(static_cast<size_t>(T));
   for (int64_t t = 0; t < T; ++t) tokens[t] = t;
   // Per routed row: codes (1 byte) and bf16 stages (2 bytes) of H and 3I columns, as floats on the host.
-  const bool stages = T * cfg.routed_slots() * (2 * cfg.hidden + 3 * cfg.inter) * 4 <= kMaxExposedBytes;
-  return pipeline_result(p, tokens, stages);
+  const bool fits = T * cfg.routed_slots() * (2 * cfg.hidden + 3 * cfg.inter) * 4 <= kMaxExposedBytes;
+  return pipeline_result(p, tokens, fits ? exposure : Exposure::kNone);
 }
 
 }  // namespace moefuzz::cuda

@@ -10,7 +10,7 @@
 //   moefuzz::cuda::MoePipeline p(cfg);
 //   p.upload_case(c);
 //   p.run();
-//   moefuzz::LayerResult res = moefuzz::cuda::pipeline_result(p, {0, 17, T - 1}, /*stages=*/true);
+//   moefuzz::LayerResult res = moefuzz::cuda::pipeline_result(p, {0, 17, T - 1}, cuda::Exposure::kAll);
 #include <cstdint>
 #include <vector>
 
@@ -19,13 +19,19 @@
 
 namespace moefuzz::cuda {
 
-// `tokens`: case token indices, in the order of the result's rows. `stages`: also download the
-// intermediate stages (a copy of each; without them the result holds routing and output only).
-LayerResult pipeline_result(const MoePipeline& p, const std::vector<int64_t>& tokens, bool stages);
+// What a result holds besides routing and output.
+enum class Exposure {
+  kNone,       // nothing more
+  kDecisions,  // the FC1/FC2 codes (NVFP4, or E4M3 with group scales): RunOptions::intermediates off
+  kAll,        // the codes and every intermediate value (GEMM1, activation, GEMM2, shared output)
+};
+
+// `tokens`: case token indices, in the order of the result's rows.
+LayerResult pipeline_result(const MoePipeline& p, const std::vector<int64_t>& tokens, Exposure exposure);
 
 // What the `cuda` and `cuda-fp8` kernels return for a whole case: upload, run, then every token's
-// result, with the intermediate stages while their host copies stay within 1 GiB (above that, routing
-// and output only; the GPU tests read sampled rows through pipeline_result instead).
-LayerResult run_whole_case(const PipelineConfig& cfg, const Case& c);
+// result with `exposure`, while the exposed host copies stay within 1 GiB (above that, routing and
+// output only; the GPU tests read sampled rows through pipeline_result instead).
+LayerResult run_whole_case(const PipelineConfig& cfg, const Case& c, Exposure exposure = Exposure::kAll);
 
 }  // namespace moefuzz::cuda

@@ -26,7 +26,7 @@ Invariant make_repeat_invariant() {
     constexpr int kRepeats = 4;  // races show up within a few runs on a CPU; campaigns repeat more
     int64_t compared = 0;
     for (int i = 0; i < kRepeats; ++i) {
-      const LayerResult again = ctx.run(ctx.base_case());
+      const LayerResult again = ctx.run_for_comparison(ctx.base_case());
       Verdict v = compare_bitwise("REPEAT", "output", again.output, base.output, s.tokens, s.hidden);
       if (v.failed()) {
         v.message = fmt::format("run {} differs from the first: {}", i + 2, v.message);

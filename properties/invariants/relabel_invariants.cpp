@@ -41,7 +41,7 @@ Invariant make_perm_invariant() {
     const Case& c = ctx.base_case();
     const auto perm = group_preserving_permutation(c, c.recipe.seed ^ 0x5045524Du);
     const Case p = permute_experts(c, perm);
-    const LayerResult rp = ctx.run(p);
+    const LayerResult rp = ctx.run_for_comparison(p);
     const LayerResult& r = ctx.baseline();
     const int64_t E = c.recipe.shape.experts;
     // Tokens at exact ties may legitimately pick other experts after relabeling (lower index wins):
@@ -78,7 +78,7 @@ Invariant make_batch_invariant() {
     std::optional<Verdict> vacuous;
     for (const auto* rows : {&reversed, &odd}) {
       const Case sub = select_tokens(c, *rows);
-      const LayerResult rs = ctx.run(sub);
+      const LayerResult rs = ctx.run_for_comparison(sub);
       std::vector<int64_t> own(rows->size());
       for (size_t i = 0; i < own.size(); ++i) own[i] = static_cast<int64_t>(i);
       Verdict v;
@@ -127,7 +127,7 @@ Invariant make_pad_invariant() {
     // Next multiple of 128 strictly above: the padded rows/cols always form new 128-row tiles of scales.
     const int64_t H2 = (H / 128 + 1) * 128, I2 = (I / 128 + 1) * 128;
     const Case p = pad_dims(c, H2, I2);
-    const LayerResult rp = ctx.run(p);
+    const LayerResult rp = ctx.run_for_comparison(p);
     std::vector<int64_t> rows(static_cast<size_t>(T));
     for (int64_t t = 0; t < T; ++t) rows[static_cast<size_t>(t)] = t;
     Verdict v = compare_runs(ctx, "PAD", p, rp, rows, rows, H);
@@ -184,7 +184,7 @@ Invariant make_gscale_invariant() {
           const Case g = rescale_weight_global(c, e, which, k, &ok);
           if (!ok) continue;
           ++tried;
-          const LayerResult rg = ctx.run(g);
+          const LayerResult rg = ctx.run_for_comparison(g);
           Verdict v = compare_runs(ctx, "GSCALE", g, rg, rows, rows, H);
           if (v.failed()) {
             v.worst.where.expert = e;

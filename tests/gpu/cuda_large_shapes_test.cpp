@@ -100,7 +100,7 @@ TEST(CudaLargeShapes, IndicesPast2Pow31AreCorrectOnSampledTokens) {
 
   std::vector<int64_t> sample = {0, 1, T / 2, T - 2, T - 1};
   for (int i = 0; i < 27; ++i) sample.push_back(static_cast<int64_t>(bits() % static_cast<uint64_t>(T)));
-  const LayerResult res = cuda::pipeline_result(p, sample, /*stages=*/true);
+  const LayerResult res = cuda::pipeline_result(p, sample, cuda::Exposure::kAll);
   const cuda::Permutation perm = p.download_permutation();
   int64_t max_row = 0;
   for (int64_t t : sample)
