@@ -16,6 +16,7 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -178,8 +179,9 @@ void BM_CudaLayer_M_downloads(benchmark::State& state) {
   (void)cuda::run_whole_case(cfg, c);  // CUDA context, module load, resident weights
   using Clock = std::chrono::steady_clock;
   const char* names[] = {"output_ms", "routing_ms", "permutation_ms", "fc1_ms", "fc2_ms",
-                         "gemm1_ms",  "act_ms",     "gemm2_ms",       "all_ms"};
-  double ms[9] = {};
+                         "gemm1_ms",  "act_ms",     "gemm2_ms",       "all_ms", "decisions_ms"};
+  constexpr int kTimed = 10;
+  double ms[kTimed] = {};
   for (auto _ : state) {
     cuda::MoePipeline p(cfg);
     p.upload_case(c);
@@ -188,6 +190,7 @@ void BM_CudaLayer_M_downloads(benchmark::State& state) {
     const auto timed = [&](auto&& f) {
       const auto t0 = Clock::now();
       f();
+      if (i >= kTimed) throw std::logic_error("BM_CudaLayer/M/downloads: more timed steps than names");
       ms[i++] += std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
     };
     std::vector<int64_t> rows;
@@ -213,7 +216,7 @@ void BM_CudaLayer_M_downloads(benchmark::State& state) {
       timed([&] { benchmark::DoNotOptimize(cuda::pipeline_result(p, tokens, e).output.data()); });
   }
   const double n = static_cast<double>(state.iterations());
-  for (int i = 0; i < 10; ++i) state.counters[names[i]] = ms[i] / n;
+  for (int i = 0; i < kTimed; ++i) state.counters[names[i]] = ms[i] / n;
 }
 BENCHMARK(BM_CudaLayer_M_downloads)
     ->Name("BM_CudaLayer/M/downloads")
