@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda/moe_pipeline.h"
 
@@ -91,6 +92,14 @@ void launch_fp8_activation(const PipelineConfig& cfg, const DeviceBuffers& b, cu
 // (kernels/cuda/gather_rows.cu).
 void launch_gather_rows(const uint8_t* src, int64_t row_bytes, const int64_t* rows, int64_t n, int64_t limit,
                         uint8_t* dst, cudaStream_t s);
+// One device-to-device copy per segment, all in one launch (kernels/cuda/copy_segments.cu); the
+// segments' sources must stay allocated until the launch has run (stream order).
+struct CopySegment {
+  const uint8_t* src = nullptr;
+  uint8_t* dst = nullptr;
+  int64_t bytes = 0;
+};
+void launch_copy_segments(const std::vector<CopySegment>& segments, cudaStream_t s);
 void launch_fill_random(uint8_t* p, int64_t bytes, uint64_t seed, uint8_t and_mask, uint8_t or_mask,
                         cudaStream_t s);
 

@@ -385,14 +385,15 @@ void MoePipeline::upload_case(const Case& c) {
   }
 
   // Weights come from the thread's resident copies (kernels/cuda/resident_experts.h): uploaded once
-  // per content, then copied device to device into this run's buffers.
+  // per content, then copied device to device into this run's buffers (kernels/cuda/copy_segments.cu).
   const ExpertLayout layout{.hidden = H,
                             .inter = I,
                             .up_first = cfg.up_first,
                             .w13_sf = m.w13_sf_per_expert,
                             .w2_sf = m.w2_sf_per_expert};
   ResidentExperts& resident = thread_resident_experts();
-  std::vector<uint8_t> direct;  // an expert no resident copy can hold, in the same layout
+  std::vector<uint8_t> direct;       // an expert no resident copy can hold, in the same layout
+  std::vector<CopySegment> pending;  // device-to-device copies from resident copies, not yet launched
   std::vector<float> a1q(X), a2q(X), alpha1(2 * X), alpha2(X);
   for (int64_t e = 0; e < X; ++e) {
     const ExpertWeights& ew = c.experts[static_cast<size_t>(e)];
@@ -406,16 +407,27 @@ void MoePipeline::upload_case(const Case& c) {
              ew.down.packed.size() == static_cast<size_t>(H * (I / 2)) && first.scales.size() == half / 8 &&
              second.scales.size() == half / 8 && ew.down.scales.size() == static_cast<size_t>(H * (I / 16)),
          "experts (packed codes)");
-    const uint8_t* src = resident.find_or_upload(c.experts, static_cast<size_t>(e), layout, kStream);
-    cudaMemcpyKind kind = cudaMemcpyDeviceToDevice;
+    // Resident copies feed one batched device-to-device launch after the loop; an upload may evict a
+    // copy an earlier expert's segments read, so the pending segments are enqueued before each one.
+    const ResidentExperts::Key key = ResidentExperts::key_of(c.experts, static_cast<size_t>(e), layout);
+    const uint8_t* src = resident.find(key);
     if (src == nullptr) {
+      launch_copy_segments(pending, kStream);
+      pending.clear();
+      src = resident.upload(key, ew, layout, kStream);
+    }
+    const bool from_host = src == nullptr;
+    if (from_host) {
       direct.resize(static_cast<size_t>(layout.bytes()));
       write_expert_layout(ew, layout, direct.data());
       src = direct.data();
-      kind = cudaMemcpyHostToDevice;
     }
     const auto copy = [&](uint8_t* dst, int64_t bytes) {
-      MOEFUZZ_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), kind, kStream));
+      if (from_host)  // pageable: returns once staged, so `direct` may be rewritten for the next expert
+        MOEFUZZ_CUDA_CHECK(
+            cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, kStream));
+      else
+        pending.push_back({src, dst, bytes});
       src += bytes;
     };
     copy(m.w13 + e * layout.w13_bytes(), layout.w13_bytes());
@@ -431,6 +443,7 @@ void MoePipeline::upload_case(const Case& c) {
     alpha1[2 * e + 1] = a1d * second.global_dequant;
     alpha2[e] = a2d * ew.down.global_dequant;
   }
+  launch_copy_segments(pending, kStream);
   upload(m.a1q, a1q);
   upload(m.a2q, a2q);
   upload(m.alpha1, alpha1);

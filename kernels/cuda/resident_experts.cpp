@@ -77,18 +77,31 @@ void ResidentExperts::evict_oldest(cudaStream_t stream) {
   lru_.pop_back();
 }
 
+ResidentExperts::Key ResidentExperts::key_of(const SharedVector<ExpertWeights>& experts, size_t e,
+                                             const ExpertLayout& l) {
+  const Hash128 h = layout_key(expert_content_hash(experts, e), l);
+  return {h.low, h.high};
+}
+
+const uint8_t* ResidentExperts::find(const Key& key) {
+  const auto it = index_.find(key);
+  if (it == index_.end()) return nullptr;
+  lru_.splice(lru_.begin(), lru_, it->second);
+  ++hits_;
+  return static_cast<const uint8_t*>(it->second->device);
+}
+
 const uint8_t* ResidentExperts::find_or_upload(const SharedVector<ExpertWeights>& experts, size_t e,
                                                const ExpertLayout& l, cudaStream_t stream) {
+  const Key key = key_of(experts, e, l);
+  if (const uint8_t* d = find(key)) return d;
+  return upload(key, experts[e], l, stream);
+}
+
+const uint8_t* ResidentExperts::upload(const Key& key, const ExpertWeights& ew, const ExpertLayout& l,
+                                       cudaStream_t stream) {
   const size_t bytes = static_cast<size_t>(l.bytes());
   if (bytes > capacity_) return nullptr;
-  const ExpertWeights& ew = experts[e];
-  const Hash128 h = layout_key(expert_content_hash(experts, e), l);
-  const Key key{h.low, h.high};
-  if (auto it = index_.find(key); it != index_.end()) {
-    lru_.splice(lru_.begin(), lru_, it->second);
-    ++hits_;
-    return static_cast<const uint8_t*>(it->second->device);
-  }
   ++misses_;
   while (held_ + bytes > capacity_) evict_oldest(stream);
   void* device = nullptr;

@@ -9,13 +9,16 @@
 //
 // A copy holds one expert in the pipeline's layout, [w13 codes][w2 codes][w13 scales][w2 scales]
 // (moe_pipeline.cu: w13 = the kernel-order halves, scales 128x4-swizzled), so a run assembles its
-// weight buffers with four device-to-device copies per expert. Work is stream-ordered on the caller's
-// stream: a copy evicted later in the same run is freed after the copies already enqueued from it.
+// weight buffers from four device-to-device segments per expert (one launch for all of them,
+// kernels/cuda/copy_segments.cu). Work is stream-ordered on the caller's stream: a copy evicted by an
+// upload is freed after the copies already enqueued from it.
 //
 // Example (inside MoePipeline::upload_case):
 //   const ExpertLayout l = ...;
-//   if (const uint8_t* d = thread_resident_experts().find_or_upload(c.experts, e, l, kStream))
-//     cudaMemcpyAsync(w13 + e * l.w13_bytes(), d, l.w13_bytes(), cudaMemcpyDeviceToDevice, kStream);
+//   ResidentExperts& r = thread_resident_experts();
+//   const ResidentExperts::Key key = ResidentExperts::key_of(c.experts, e, l);
+//   const uint8_t* d = r.find(key);
+//   if (d == nullptr) { /* enqueue the reads of earlier find()s first */ d = r.upload(key, ew, l, kStream); }
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -48,10 +51,21 @@ class ResidentExperts {
   ResidentExperts(const ResidentExperts&) = delete;
   ResidentExperts& operator=(const ResidentExperts&) = delete;
 
-  // The device address of expert e's copy in layout l, uploaded first when no copy has its content. Valid
-  // for work enqueued on `stream` after this call. nullptr when the copy cannot be kept (larger than
-  // the capacity, or the device has no room even after evicting every copy): the caller uploads
-  // directly. Throws std::runtime_error on any other CUDA failure.
+  // The key of expert e's copy in layout l: its content (core/expert_fingerprint.h) and the layout.
+  struct Key {
+    uint64_t low = 0, high = 0;
+    bool operator==(const Key&) const = default;
+  };
+  static Key key_of(const SharedVector<ExpertWeights>& experts, size_t e, const ExpertLayout& l);
+  // The device address of the copy under `key` (it becomes the most recently used), or nullptr.
+  const uint8_t* find(const Key& key);
+  // Uploads `ew` as the copy under `key` and returns its device address, valid for work enqueued on
+  // `stream` after this call. It may evict the least recently used copies: enqueue every read of an
+  // address find() gave before calling it. nullptr when the copy cannot be kept (larger than the
+  // capacity, or the device has no room even after evicting every copy): the caller uploads directly.
+  // Throws std::runtime_error on any other CUDA failure.
+  const uint8_t* upload(const Key& key, const ExpertWeights& ew, const ExpertLayout& l, cudaStream_t stream);
+  // find(), else upload().
   const uint8_t* find_or_upload(const SharedVector<ExpertWeights>& experts, size_t e, const ExpertLayout& l,
                                 cudaStream_t stream);
 
@@ -60,11 +74,6 @@ class ResidentExperts {
   size_t bytes_held() const { return held_; }
 
  private:
-  // A 128-bit content hash (core/content_hasher.h, kept out of this header: nvcc compiles it).
-  struct Key {
-    uint64_t low = 0, high = 0;
-    bool operator==(const Key&) const = default;
-  };
   struct KeyHash {
     size_t operator()(const Key& k) const {
       return static_cast<size_t>(k.low ^ (k.high * 0x9E3779B97F4A7C15ull));

@@ -3,6 +3,7 @@
 // taken from a stale copy, and eviction keeps the copies' contents. Skips visibly without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "core/swizzle.h"
 #ifdef MOEFUZZ_WITH_CUDA
 #include "kernels/cuda/cuda_kernel.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/moe_pipeline.h"
 #include "kernels/cuda/pipeline_result.h"
 #include "kernels/cuda/resident_experts.h"
@@ -121,6 +123,38 @@ TEST(CudaResidentExperts, EvictionKeepsEveryCopysContent) {
   // Larger than the capacity: not kept, the caller uploads directly.
   cuda::ResidentExperts tiny(16);
   EXPECT_EQ(tiny.find_or_upload(c.experts, 0, l, cudaStreamPerThread), nullptr);
+}
+
+// The batched device-to-device copy that assembles a run's weights from resident copies: every byte
+// of every segment lands, wide (16-byte) and narrow (odd offsets and lengths) segments alike, and
+// nothing outside them is written.
+TEST(CudaResidentExperts, CopySegmentsMovesEveryByteAndNothingElse) {
+  MOEFUZZ_REQUIRE_GPU();
+  constexpr int64_t kBytes = int64_t{3} << 20;
+  std::vector<uint8_t> host(static_cast<size_t>(kBytes));
+  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<uint8_t>(i * 131 + 7);
+  uint8_t *src = nullptr, *dst = nullptr;
+  ASSERT_EQ(cudaMalloc(&src, kBytes), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(&dst, kBytes), cudaSuccess);
+  ASSERT_EQ(cudaMemcpy(src, host.data(), kBytes, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(cudaMemset(dst, 0xAB, kBytes), cudaSuccess);
+  // {source offset, destination offset, bytes}: wide, odd length, odd offsets, empty, > 1 MB.
+  const int64_t parts[][3] = {{0, 0, 4096},         {4096, 8192, 17},  {5001, 9001, 1},
+                              {7, 20003, 4099},     {65536, 65536, 0}, {1 << 20, 1 << 20, (1 << 20) + 16},
+                              {100003, 300001, 255}};
+  std::vector<cuda::CopySegment> segments;
+  std::vector<uint8_t> want(static_cast<size_t>(kBytes), 0xAB);
+  for (const auto& p : parts) {
+    segments.push_back({src + p[0], dst + p[1], p[2]});
+    std::copy_n(host.begin() + p[0], p[2], want.begin() + p[1]);
+  }
+  cuda::launch_copy_segments(segments, cudaStreamPerThread);
+  ASSERT_EQ(cudaStreamSynchronize(cudaStreamPerThread), cudaSuccess);
+  std::vector<uint8_t> got(want.size());
+  ASSERT_EQ(cudaMemcpy(got.data(), dst, kBytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_TRUE(got == want);
+  (void)cudaFree(src);
+  (void)cudaFree(dst);
 }
 
 }  // namespace
