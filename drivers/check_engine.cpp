@@ -1,5 +1,6 @@
 #include "drivers/check_engine.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <new>
@@ -96,7 +97,10 @@ CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& o
   const auto start = std::chrono::steady_clock::now();
   const PhaseSeconds phases_at_start = thread_phase_seconds();
   CaseReport rep;
-  CheckContext ctx(kernel, c, options.run, options.profile);
+  // CANARY alone reads the baseline run's input check (two hashes of the whole case).
+  const bool canary = std::any_of(options.invariants.begin(), options.invariants.end(),
+                                  [](const Invariant* inv) { return inv->code == "CANARY"; });
+  CheckContext ctx(kernel, c, options.run, options.profile, canary);
   ctx.set_oracle_reuse(options.oracle_reuse);
   for (size_t i = 0; i < options.invariants.size(); ++i) {
     const Invariant* inv = options.invariants[i];

@@ -32,14 +32,17 @@ namespace moefuzz {
 class CheckContext {
  public:
   // profile: the contract in force, "" = the kernel's claimed one (throws InputError on an unknown name).
-  CheckContext(const Kernel& kernel, const Case& c, RunOptions opts = {}, std::string_view profile = "");
+  // check_inputs: hash the case before and after the baseline run (CANARY's input check, two hashes
+  // of the whole case); off when no selected invariant reads it.
+  CheckContext(const Kernel& kernel, const Case& c, RunOptions opts = {}, std::string_view profile = "",
+               bool check_inputs = true);
   const Kernel& kernel() const { return kernel_; }
   const Case& base_case() const { return case_; }
   // The profile in force: the oracle and every invariant read the contract from here only.
   const Profile& profile() const { return profile_; }
   const RunOptions& options() const { return opts_; }
   // case_fingerprint (kernels/canary.h: word-wise, cheaper than the byte-wise content_hash) of the input case
-  // when the context was made (before any kernel ran).
+  // when the context was made (before any kernel ran). Precondition: made with check_inputs.
   uint64_t input_hash_at_start() const { return input_hash_; }
   // The kernel's run on the base case (guarded: poisoned outputs, canary bands), computed once.
   const LayerResult& baseline();
@@ -80,6 +83,7 @@ class CheckContext {
   const Case& case_;
   const Profile& profile_;
   RunOptions opts_;
+  bool check_inputs_ = true;
   uint64_t input_hash_ = 0;
   std::optional<LayerResult> baseline_;
   std::string baseline_fault_;

@@ -181,5 +181,37 @@ TEST(OracleReuse, MappedEvaluationsEqualFreshOnesBitForBit) {
   }
 }
 
+// The base case's evaluation is taken for a case equal to it bit for bit, also when it is another
+// object whose experts are separate copies (compared by content hash), and never for one equal only
+// by value (a -0 logit where the base has +0): that one is evaluated afresh, through the row memo.
+TEST(OracleReuse, TheBaseEvaluationNeedsTheBaseCasesBits) {
+  CaseRecipe r;
+  r.seed = 31;
+  r.routing.mode = RoutingMode::kSoftmax;
+  r.shape = {.tokens = 6, .hidden = 64, .inter = 32, .experts = 4, .top_k = 2};
+  Case c = materialize(r);
+  c.logits[0] = 0.0f;
+  const auto k = make_kernel("cpu");
+  CheckContext ctx(*k, c);
+  const LayerResult base = ctx.baseline();
+  (void)ctx.oracle_end_to_end();
+  const auto lookups = [&] { return ctx.row_memo().hits() + ctx.row_memo().misses(); };
+
+  Case copied = c;
+  for (size_t e = 0; e < copied.experts.size(); ++e)
+    copied.experts[e].down.global_dequant += 0.0f;  // own copies
+  for (size_t e = 0; e < copied.experts.size(); ++e) ASSERT_FALSE(copied.experts.shares(e, c.experts));
+  int64_t before = lookups();
+  (void)ctx.evaluate(copied, base);
+  EXPECT_EQ(lookups(), before) << "the same bits in other objects: the base evaluation, no new rows";
+
+  Case negative_zero = c;
+  negative_zero.logits[0] = -0.0f;
+  ASSERT_TRUE(negative_zero == c) << "equal by value";
+  before = lookups();
+  (void)ctx.evaluate(negative_zero, base);
+  EXPECT_GT(lookups(), before) << "other bits: a fresh evaluation";
+}
+
 }  // namespace
 }  // namespace moefuzz
