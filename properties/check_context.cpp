@@ -1,38 +1,10 @@
 #include "properties/invariant.h"
 
-#include <cstring>
-#include <vector>
-
-#include "core/expert_fingerprint.h"
 #include "core/profile.h"
 #include "kernels/canary.h"
 #include "properties/oracle_reuse.h"
 
 namespace moefuzz {
-namespace {
-
-template <class T>
-bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
-}
-
-// a == b compares floats by value (-0 equals +0); this adds their bits. Experts shared by both cases
-// are one object; the others compare by content hash (remembered for frozen experts,
-// core/expert_fingerprint.h), which covers every bit of them.
-bool same_bits(const Case& a, const Case& b) {
-  if (!same_bits(a.hidden, b.hidden) || !same_bits(a.logits, b.logits) || !same_bits(a.bias, b.bias) ||
-      !same_bits(a.token_ids, b.token_ids) || !same_bits(a.hash_table, b.hash_table) ||
-      !same_bits(a.a1_scale, b.a1_scale) || !same_bits(a.a2_scale, b.a2_scale) ||
-      a.experts.size() != b.experts.size())
-    return false;
-  for (size_t e = 0; e < a.experts.size(); ++e)
-    if (!a.experts.shares(e, b.experts) &&
-        !(expert_content_hash(a.experts, e) == expert_content_hash(b.experts, e)))
-      return false;
-  return true;
-}
-
-}  // namespace
 
 CheckContext::CheckContext(const Kernel& kernel, const Case& c, RunOptions opts, std::string_view profile,
                            bool check_inputs)
@@ -87,8 +59,8 @@ OracleEvaluation CheckContext::evaluate_fresh(const Case& c, const LayerResult& 
 OracleEvaluation CheckContext::evaluate(const Case& c, const LayerResult& r) {
   // The base case itself (a transform that changed nothing: SCALE1 at the recipe's own factor,
   // WEIGHT1 without shared experts to drop) with the baseline's decisions: the same inputs.
-  // Content by value and by bits (operator== on floats takes -0 for +0).
-  const bool base_case = &c == &case_ || (c == case_ && same_bits(c, case_));
+  // Content by bits (operator== on floats would take -0 for +0).
+  const bool base_case = &c == &case_ || same_case(c, case_);
   if (reuse_ && baseline_ && same_decisions(r, *baseline_) && base_case) return oracle_end_to_end();
   return evaluate_fresh(c, r);
 }

@@ -4,6 +4,8 @@
 #include <optional>
 #include <vector>
 
+#include "core/expert_fingerprint.h"
+
 namespace moefuzz {
 namespace {
 
@@ -32,6 +34,19 @@ bool same_codes(const std::optional<Fp8GroupQuantized>& a, const std::optional<F
 }
 
 }  // namespace
+
+bool same_case(const Case& a, const Case& b) {
+  if (!(a.recipe == b.recipe) || !same_bits(a.hidden, b.hidden) || !same_bits(a.logits, b.logits) ||
+      !same_bits(a.bias, b.bias) || !same_bits(a.token_ids, b.token_ids) ||
+      !same_bits(a.hash_table, b.hash_table) || !same_bits(a.a1_scale, b.a1_scale) ||
+      !same_bits(a.a2_scale, b.a2_scale) || a.experts.size() != b.experts.size())
+    return false;
+  for (size_t e = 0; e < a.experts.size(); ++e)
+    if (!a.experts.shares(e, b.experts) &&
+        !(expert_content_hash(a.experts, e) == expert_content_hash(b.experts, e)))
+      return false;
+  return true;
+}
 
 bool same_decisions(const LayerResult& a, const LayerResult& b) {
   return a.routing.tokens == b.routing.tokens && a.routing.slots == b.routing.slots &&

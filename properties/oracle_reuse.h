@@ -13,10 +13,16 @@
 //
 // Example:
 //   if (moefuzz::same_conditioning(tactic_run, ctx.baseline())) ev = ctx.oracle();   // no re-evaluation
+#include "core/case.h"
 #include "core/layer_io.h"
 #include "oracles/oracle.h"
 
 namespace moefuzz {
+
+// The same case bit for bit: recipe, every tensor by bits (operator== takes -0 for +0), experts that
+// both share by identity and the others by content hash (remembered for frozen experts,
+// core/expert_fingerprint.h).
+bool same_case(const Case& a, const Case& b);
 
 // Same routing decision (shape, ids, weights by bits) and the same exposed FC1/FC2 codes.
 bool same_decisions(const LayerResult& a, const LayerResult& b);

@@ -4,20 +4,14 @@
 #include <cstring>
 #include <map>
 #include <stdexcept>
-#include <string>
 
 #include "core/content_hasher.h"
 #include "core/expert_fingerprint.h"
 #include "core/swizzle.h"
+#include "kernels/cuda/launch.h"
 
 namespace moefuzz::cuda {
 namespace {
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string("CUDA error: ") + cudaGetErrorString(e) + " (" + what +
-                             ", resident expert weights)");
-}
 
 // The expert's content (core/expert_fingerprint.h) in this layout.
 Hash128 layout_key(const Hash128& content, const ExpertLayout& l) {
@@ -60,10 +54,10 @@ ResidentExperts::~ResidentExperts() {
 
 void* ResidentExperts::staging(size_t bytes) {
   if (bytes > staging_bytes_) {
-    if (staging_ != nullptr) check(cudaFreeHost(staging_), "cudaFreeHost");
+    if (staging_ != nullptr) MOEFUZZ_CUDA_CHECK(cudaFreeHost(staging_));
     staging_ = nullptr;
     staging_bytes_ = 0;
-    check(cudaMallocHost(&staging_, bytes), "cudaMallocHost");
+    MOEFUZZ_CUDA_CHECK(cudaMallocHost(&staging_, bytes));
     staging_bytes_ = bytes;
   }
   return staging_;
@@ -71,7 +65,7 @@ void* ResidentExperts::staging(size_t bytes) {
 
 void ResidentExperts::evict_oldest(cudaStream_t stream) {
   const Copy& c = lru_.back();
-  check(cudaFreeAsync(c.device, stream), "cudaFreeAsync");
+  MOEFUZZ_CUDA_CHECK(cudaFreeAsync(c.device, stream));
   held_ -= c.bytes;
   index_.erase(c.key);
   lru_.pop_back();
@@ -108,16 +102,16 @@ const uint8_t* ResidentExperts::upload(const Key& key, const ExpertWeights& ew, 
   for (;;) {
     const cudaError_t e = cudaMallocAsync(&device, bytes, stream);
     if (e == cudaSuccess) break;
-    if (e != cudaErrorMemoryAllocation) check(e, "cudaMallocAsync");
+    if (e != cudaErrorMemoryAllocation) MOEFUZZ_CUDA_CHECK(e);
     (void)cudaGetLastError();  // an allocation failure is not sticky: clear it
     if (lru_.empty()) return nullptr;
     evict_oldest(stream);
   }
   // The staging buffer may still feed the previous upload: wait for it before writing.
-  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  MOEFUZZ_CUDA_CHECK(cudaStreamSynchronize(stream));
   auto* host = static_cast<uint8_t*>(staging(bytes));
   write_expert_layout(ew, l, host);
-  check(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream), "cudaMemcpyAsync");
+  MOEFUZZ_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream));
   lru_.push_front({key, device, bytes});
   index_[key] = lru_.begin();
   held_ += bytes;
@@ -127,11 +121,11 @@ const uint8_t* ResidentExperts::upload(const Key& key, const ExpertWeights& ew, 
 ResidentExperts& thread_resident_experts() {
   thread_local std::map<int, std::unique_ptr<ResidentExperts>> by_device;
   int device = 0;
-  check(cudaGetDevice(&device), "cudaGetDevice");
+  MOEFUZZ_CUDA_CHECK(cudaGetDevice(&device));
   std::unique_ptr<ResidentExperts>& r = by_device[device];
   if (!r) {
     size_t free_bytes = 0, total_bytes = 0;
-    check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    MOEFUZZ_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
     r = std::make_unique<ResidentExperts>(std::min<size_t>(size_t{1} << 30, total_bytes / 64));
   }
   return *r;

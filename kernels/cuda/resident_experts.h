@@ -4,7 +4,7 @@
 // transforms, which share most experts (GSCALE changes one, PERM reorders them, BATCH and SCALE1 none),
 // and the host-to-device copy of the weights was ~88% of a run at M (BM_CudaLayer/M/phases: 127 of
 // 145 ms): a run now finds each expert by its content hash (core/expert_fingerprint.h: remembered
-// per shared expert, so the ~3 MB of an M expert are hashed once per case, not once per run) and
+// per frozen expert, so the ~3 MB of an M expert are hashed once per case, not once per run) and
 // copies the resident copy device to device.
 //
 // A copy holds one expert in the pipeline's layout, [w13 codes][w2 codes][w13 scales][w2 scales]
