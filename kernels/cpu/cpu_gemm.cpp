@@ -20,6 +20,7 @@
 // (N contiguous), so every inner loop is an independent-lane fp32 loop over n the compiler vectorizes
 // without reassociating anything.
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <span>
@@ -68,23 +69,35 @@ struct WeightTile {
   std::vector<float> scales;  // [K/16, nt]
 };
 
+// The tile is written one K row at a time (nt contiguous floats) from the nt weight rows' bytes:
+// at a few activation rows per expert (small cases) decoding costs more than the dots, and a
+// column-at-a-time walk stored every value nt floats away from the last.
 void decode_tile(const Nvfp4Matrix& w, const Nvfp4Matrix& scale_src, int64_t n0, int64_t nt, const Lut& lut,
                  const CpuConfig& cfg, WeightTile& tile) {
+  constexpr int64_t kMaxTile = 64;
+  if (nt > kMaxTile) throw std::logic_error("decode_tile: the tile is wider than 64 columns");
   const int64_t K = w.cols, Kb = K / 16;
-  tile.codes.assign(static_cast<size_t>(K * nt), 0.0f);
-  tile.scales.assign(static_cast<size_t>(Kb * nt), 0.0f);
-  for (int64_t j = 0; j < nt; ++j) {
-    const int64_t n = n0 + j;
-    if (n >= w.rows) continue;  // tile overhang past N: zero weights
-    const uint8_t* row = w.packed.data() + n * (K / 2);
-    for (int64_t k = 0; k < K; k += 2) {
-      const uint8_t byte = row[k / 2];
-      tile.codes[k * nt + j] = lut.v[byte & 0xF];
-      tile.codes[(k + 1) * nt + j] = lut.v[byte >> 4];
+  const int64_t valid = std::clamp<int64_t>(w.rows - n0, 0, nt);  // past N: zero weights
+  tile.codes.resize(static_cast<size_t>(K * nt));
+  tile.scales.resize(static_cast<size_t>(Kb * nt));
+  const uint8_t* rows[kMaxTile];
+  for (int64_t j = 0; j < valid; ++j) rows[j] = w.packed.data() + (n0 + j) * (K / 2);
+  for (int64_t k2 = 0; k2 < K / 2; ++k2) {
+    float* even = tile.codes.data() + 2 * k2 * nt;
+    float* odd = even + nt;
+    for (int64_t j = 0; j < valid; ++j) {
+      const uint8_t byte = rows[j][k2];
+      even[j] = lut.v[byte & 0xF];
+      odd[j] = lut.v[byte >> 4];
     }
-    const int64_t sr = scale_row_read(n, w.rows, cfg);
+    std::fill(even + valid, even + nt, 0.0f);
+    std::fill(odd + valid, odd + nt, 0.0f);
+  }
+  const std::array<float, 256>& scale_value = e4m3_values();
+  for (int64_t j = 0; j < nt; ++j) {
+    const int64_t sr = j < valid ? scale_row_read(n0 + j, w.rows, cfg) : -1;
     for (int64_t kb = 0; kb < Kb; ++kb)
-      tile.scales[kb * nt + j] = sr < 0 ? 0.0f : e4m3_to_float(scale_src.scale(sr, kb));
+      tile.scales[static_cast<size_t>(kb * nt + j)] = sr < 0 ? 0.0f : scale_value[scale_src.scale(sr, kb)];
   }
 }
 
