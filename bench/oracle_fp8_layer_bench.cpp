@@ -31,6 +31,7 @@
 #include "kernels/kernel.h"
 #include "kernels/registry.h"
 #include "oracles/layer_ref.h"
+#include "oracles/row_memo.h"
 
 namespace moefuzz {
 namespace {
@@ -74,7 +75,9 @@ void set_counters(benchmark::State& state, Shape shape) {
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
-void run(benchmark::State& state, Shape shape, bool fp8, bool conditioned) {
+// reused: every row is already in the evaluation's row memo (oracles/row_memo.h), as for the
+// transformed cases of PERM, BATCH, SCALE1 and WEIGHT1: what an evaluation costs beyond its rows.
+void run(benchmark::State& state, Shape shape, bool fp8, bool conditioned, bool reused = false) {
   Case c;
   LayerResult kernel;
   try {
@@ -95,8 +98,10 @@ void run(benchmark::State& state, Shape shape, bool fp8, bool conditioned) {
   }
   const Profile& p = profile_by_name(kProfile);
   const LayerResult* given = conditioned ? &kernel : nullptr;
-  for (auto _ : state)
-    benchmark::DoNotOptimize(reference_layer(c, p, kernel.routing, given, {.keep_intermediates = false}));
+  OracleRowMemo memo(p);
+  const LayerReferenceOptions opts{.keep_intermediates = false, .memo = reused ? &memo : nullptr};
+  if (reused) benchmark::DoNotOptimize(reference_layer(c, p, kernel.routing, given, opts));
+  for (auto _ : state) benchmark::DoNotOptimize(reference_layer(c, p, kernel.routing, given, opts));
   set_counters(state, shape);
 }
 
@@ -153,6 +158,8 @@ void BM_OracleLayer_S_Fp8(benchmark::State& st) { run(st, kShapeS, true, false);
 void BM_OracleLayer_M_Fp8(benchmark::State& st) { run(st, kShapeM, true, false); }
 void BM_OracleLayer_M_Conditioned(benchmark::State& st) { run(st, kShapeM, false, true); }
 void BM_OracleLayer_M_Fp8_Conditioned(benchmark::State& st) { run(st, kShapeM, true, true); }
+void BM_OracleLayer_M_Reused(benchmark::State& st) { run(st, kShapeM, false, true, /*reused=*/true); }
+void BM_OracleLayer_S_Reused(benchmark::State& st) { run(st, kShapeS, false, true, /*reused=*/true); }
 void BM_OracleLayerFp8VsNvfp4_S(benchmark::State& st) { run_side_by_side(st, kShapeS, false); }
 void BM_OracleLayerFp8VsNvfp4_M(benchmark::State& st) { run_side_by_side(st, kShapeM, false); }
 void BM_OracleLayerFp8VsNvfp4_M_Conditioned(benchmark::State& st) { run_side_by_side(st, kShapeM, true); }
@@ -171,6 +178,8 @@ BENCHMARK(BM_OracleLayer_M_Conditioned)
     ->Name("BM_OracleLayer/M/conditioned")
     ->Unit(benchmark::kMillisecond)
     ->Iterations(2);
+BENCHMARK(BM_OracleLayer_M_Reused)->Name("BM_OracleLayer/M/reused")->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_OracleLayer_S_Reused)->Name("BM_OracleLayer/S/reused")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_OracleLayer_M_Fp8_Conditioned)
     ->Name("BM_OracleLayer/M-fp8/conditioned")
     ->Unit(benchmark::kMillisecond)

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "oracles/stages/combine_rows.h"
+
 namespace moefuzz::stages {
 namespace {
 // bf16's largest finite value (0x7F7F): a value the combine rounds to bf16 overflows past it (fp32
@@ -30,55 +32,32 @@ StageExpectation combine(const Case& c, const Profile& p, std::span<const Expand
   const bool bf16_products = p.combine == CombineAccum::kBf16Atomics ||
                              p.combine == CombineAccum::kBf16Products ||
                              p.combine == CombineAccum::kBf16EpilogueProducts;
-  std::vector<double> acc_lo(static_cast<size_t>(H)), acc_hi(static_cast<size_t>(H)),
-      acc_mag(static_cast<size_t>(H)), acc_peak(static_cast<size_t>(H));
-  std::vector<char> acc_nan(static_cast<size_t>(H));
+  CombineAccumulators acc(H);
   for (int64_t t = 0; t < T; ++t) {
     const auto& rr = routed_rows[static_cast<size_t>(t)];
     const double nslots = static_cast<double>(rr.size());
-    std::fill(acc_lo.begin(), acc_lo.end(), 0.0);
-    std::fill(acc_hi.begin(), acc_hi.end(), 0.0);
-    std::fill(acc_mag.begin(), acc_mag.end(), 0.0);
-    // The largest magnitude any fp32/bf16 intermediate of a correct combine may take (every
-    // interval below includes its rounding errors); past bf16's largest finite value it may round
-    // to Inf (and Inf - Inf = NaN): nothing can be said, as for a non-finite input.
-    std::fill(acc_peak.begin(), acc_peak.end(), 0.0);
-    std::fill(acc_nan.begin(), acc_nan.end(), 0);
+    // acc.peak: the largest magnitude any fp32/bf16 intermediate of a correct combine may take (every
+    // interval includes its rounding errors); past bf16's largest finite value it may round to Inf
+    // (and Inf - Inf = NaN): nothing can be said, as for a non-finite input.
+    acc.reset();
     for (int64_t r : rr) {
       double w = rows[static_cast<size_t>(r)].weight;
       if (p.combine == CombineAccum::kBf16Products) w = round_to_bf16(static_cast<float>(w));
-      const bool w_nan = std::isnan(w);
-      const double* ylo = y.lo.data() + r * y.cols;
-      const double* yhi = y.hi.data() + r * y.cols;
-      for (int64_t o = 0; o < H; ++o) {
-        const Interval yi{ylo[o], yhi[o]};
-        if (is_nan(yi) || w_nan) {
-          acc_nan[static_cast<size_t>(o)] = 1;
-          continue;
-        }
-        Interval prod{std::min(w * yi.lo, w * yi.hi), std::max(w * yi.lo, w * yi.hi)};
-        const double pm = std::max(std::fabs(prod.lo), std::fabs(prod.hi));
-        // The fp32 product's own rounding.
-        prod = {prod.lo - kFp32Unit * pm - kUnderflowFloor, prod.hi + kFp32Unit * pm + kUnderflowFloor};
-        // bf16 products: the atomics' and cutlass_moe_fp4's bf16(w * y), and SGLang Triton's GEMM2 epilogue
-        // (MUL_ROUTED_WEIGHT: the fp32 accumulator times the fp32 weight, stored as bf16 for moe_sum_reduce).
-        if (bf16_products) prod = round_to_bf16(prod);
-        acc_lo[static_cast<size_t>(o)] += prod.lo;
-        acc_hi[static_cast<size_t>(o)] += prod.hi;
-        acc_mag[static_cast<size_t>(o)] += std::max(std::fabs(prod.lo), std::fabs(prod.hi));
-        acc_peak[static_cast<size_t>(o)] =
-            std::max(acc_peak[static_cast<size_t>(o)], pm * (1 + kFp32Unit) + kUnderflowFloor);
-      }
+      // bf16 products: the atomics' and cutlass_moe_fp4's bf16(w * y), and SGLang Triton's GEMM2
+      // epilogue (MUL_ROUTED_WEIGHT: the fp32 accumulator times the fp32 weight, stored as bf16 for
+      // moe_sum_reduce).
+      accumulate_weighted_row(w, y.lo.data() + r * y.cols, y.hi.data() + r * y.cols, bf16_products, acc);
     }
+    // Accumulation of the slot terms in any order: slots - 1 additions (+1 unit for the oracle's
+    // double sums); bf16 atomics round every one of the `slots` additions to bf16.
+    const double gamma =
+        p.combine == CombineAccum::kBf16Atomics ? gamma_n(nslots, kBf16Unit) : gamma_n(nslots, kFp32Unit);
     for (int64_t o = 0; o < H; ++o) {
-      const double lo = acc_lo[static_cast<size_t>(o)], hi = acc_hi[static_cast<size_t>(o)],
-                   mag = acc_mag[static_cast<size_t>(o)];
-      double peak = acc_peak[static_cast<size_t>(o)];
-      bool nan = acc_nan[static_cast<size_t>(o)] != 0;
-      // Accumulation of the slot terms in any order: slots - 1 additions (+1 unit for the oracle's
-      // double sums); bf16 atomics round every one of the `slots` additions to bf16.
-      const double acc_err = p.combine == CombineAccum::kBf16Atomics ? gamma_n(nslots, kBf16Unit) * mag
-                                                                     : gamma_n(nslots, kFp32Unit) * mag;
+      const double lo = acc.lo[static_cast<size_t>(o)], hi = acc.hi[static_cast<size_t>(o)],
+                   mag = acc.mag[static_cast<size_t>(o)];
+      double peak = acc.peak[static_cast<size_t>(o)];
+      bool nan = acc.nan[static_cast<size_t>(o)] != 0;
+      const double acc_err = gamma * mag;
       Interval s{lo - acc_err - nslots * kUnderflowFloor, hi + acc_err + nslots * kUnderflowFloor};
       peak = std::max(peak, mag + acc_err + nslots * kUnderflowFloor);  // any partial sum
       if (rsf_in_combine) {

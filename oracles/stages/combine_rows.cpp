@@ -1,0 +1,157 @@
+#include "oracles/stages/combine_rows.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "oracles/bounds.h"
+#include "oracles/stages/stage_types.h"
+
+namespace moefuzz::stages {
+
+CombineAccumulators::CombineAccumulators(int64_t cols)
+    : lo(static_cast<size_t>(cols)),
+      hi(static_cast<size_t>(cols)),
+      mag(static_cast<size_t>(cols)),
+      peak(static_cast<size_t>(cols)),
+      nan(static_cast<size_t>(cols)) {}
+
+void CombineAccumulators::reset() {
+  std::fill(lo.begin(), lo.end(), 0.0);
+  std::fill(hi.begin(), hi.end(), 0.0);
+  std::fill(mag.begin(), mag.end(), 0.0);
+  std::fill(peak.begin(), peak.end(), 0.0);
+  std::fill(nan.begin(), nan.end(), 0);
+}
+
+namespace {
+
+// One column of the scalar loop (the reference): columns [begin, end).
+void accumulate_scalar(double w, const double* ylo, const double* yhi, bool bf16_products,
+                       CombineAccumulators& acc, int64_t begin, int64_t end) {
+  for (int64_t o = begin; o < end; ++o) {
+    const size_t i = static_cast<size_t>(o);
+    const Interval yi{ylo[o], yhi[o]};
+    if (is_nan(yi) || std::isnan(w)) {
+      acc.nan[i] = 1;
+      continue;
+    }
+    Interval prod{std::min(w * yi.lo, w * yi.hi), std::max(w * yi.lo, w * yi.hi)};
+    const double pm = std::max(std::fabs(prod.lo), std::fabs(prod.hi));
+    // The fp32 product's own rounding.
+    prod = {prod.lo - kFp32Unit * pm - kUnderflowFloor, prod.hi + kFp32Unit * pm + kUnderflowFloor};
+    if (bf16_products) prod = round_to_bf16(prod);
+    acc.lo[i] += prod.lo;
+    acc.hi[i] += prod.hi;
+    acc.mag[i] += std::max(std::fabs(prod.lo), std::fabs(prod.hi));
+    acc.peak[i] = std::max(acc.peak[i], pm * (1 + kFp32Unit) + kUnderflowFloor);
+  }
+}
+
+// std::min(a, b) is (b < a) ? b : a and std::max(a, b) is (a < b) ? b : a, NaN operands included;
+// _mm256_min_pd(x, y) is (x < y) ? x : y and _mm256_max_pd(x, y) is (x > y) ? x : y, so both take
+// their operands swapped.
+__attribute__((target("avx2"))) inline __m256d std_min(__m256d a, __m256d b) { return _mm256_min_pd(b, a); }
+__attribute__((target("avx2"))) inline __m256d std_max(__m256d a, __m256d b) { return _mm256_max_pd(b, a); }
+__attribute__((target("avx2"))) inline __m256d abs_pd(__m256d x) {
+  return _mm256_andnot_pd(_mm256_set1_pd(-0.0), x);
+}
+
+// The low 32 bits of each 64-bit lane of a comparison mask, as a 4 x 32-bit mask.
+__attribute__((target("avx2"))) inline __m128i narrow_mask(__m256d m) {
+  const __m256i idx = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+  return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(m), idx));
+}
+
+// float_down (down = true) or float_up of four doubles (oracles/bounds.h): RN to float, then one step
+// toward -inf (+inf) where the float lies above (below) the double; a zero steps to -+2^-149.
+__attribute__((target("avx2"))) inline __m128i outward_float_bits(__m256d x, bool down) {
+  const __m128 f = _mm256_cvtpd_ps(x);
+  const __m256d back = _mm256_cvtps_pd(f);
+  const __m128i step = narrow_mask(_mm256_cmp_pd(back, x, down ? _CMP_GT_OQ : _CMP_LT_OQ));
+  const __m128i bits = _mm_castps_si128(f);
+  const __m128i zero = _mm_castps_si128(_mm_cmpeq_ps(f, _mm_setzero_ps()));
+  const __m128i positive = _mm_castps_si128(_mm_cmpgt_ps(f, _mm_setzero_ps()));
+  const __m128i one = _mm_set1_epi32(1);
+  // Down: positive b - 1, negative b + 1; up: the reverse.
+  const __m128i toward = down ? _mm_blendv_epi8(_mm_add_epi32(bits, one), _mm_sub_epi32(bits, one), positive)
+                              : _mm_blendv_epi8(_mm_sub_epi32(bits, one), _mm_add_epi32(bits, one), positive);
+  const __m128i tiny = _mm_castps_si128(_mm_set1_ps(down ? -0x1p-149f : 0x1p-149f));
+  const __m128i stepped = _mm_blendv_epi8(toward, tiny, zero);
+  return _mm_blendv_epi8(bits, stepped, step);
+}
+
+// bf16_from_float then back (core/bf16.h) on four float bit patterns, widened to double.
+__attribute__((target("avx2"))) inline __m256d round_bits_to_bf16(__m128i u) {
+  const __m128i abs = _mm_and_si128(u, _mm_set1_epi32(0x7FFFFFFF));
+  const __m128i is_nan = _mm_cmpgt_epi32(abs, _mm_set1_epi32(0x7F800000));
+  const __m128i quiet = _mm_or_si128(u, _mm_set1_epi32(0x00400000));
+  const __m128i lsb = _mm_and_si128(_mm_srli_epi32(u, 16), _mm_set1_epi32(1));
+  const __m128i rne = _mm_add_epi32(u, _mm_add_epi32(_mm_set1_epi32(0x7FFF), lsb));
+  const __m128i r =
+      _mm_and_si128(_mm_blendv_epi8(rne, quiet, is_nan), _mm_set1_epi32(static_cast<int>(0xFFFF0000u)));
+  return _mm256_cvtps_pd(_mm_castsi128_ps(r));
+}
+
+__attribute__((target("avx2"))) void accumulate_avx2(double w, const double* ylo, const double* yhi,
+                                                     bool bf16_products, CombineAccumulators& acc) {
+  const int64_t H = acc.cols(), H4 = H / 4 * 4;
+  const __m256d wv = _mm256_set1_pd(w), unit = _mm256_set1_pd(kFp32Unit),
+                floor = _mm256_set1_pd(kUnderflowFloor), peak_scale = _mm256_set1_pd(1 + kFp32Unit);
+  double *alo = acc.lo.data(), *ahi = acc.hi.data(), *amag = acc.mag.data(), *apeak = acc.peak.data();
+  for (int64_t o = 0; o < H4; o += 4) {
+    const __m256d lo = _mm256_loadu_pd(ylo + o), hi = _mm256_loadu_pd(yhi + o);
+    const __m256d skip =
+        _mm256_or_pd(_mm256_cmp_pd(lo, lo, _CMP_UNORD_Q), _mm256_cmp_pd(hi, hi, _CMP_UNORD_Q));
+    if (const int m = _mm256_movemask_pd(skip); m != 0)
+      for (int k = 0; k < 4; ++k)
+        if (m & (1 << k)) acc.nan[static_cast<size_t>(o + k)] = 1;
+    const __m256d a = _mm256_mul_pd(wv, lo), b = _mm256_mul_pd(wv, hi);
+    __m256d plo = std_min(a, b), phi = std_max(a, b);
+    const __m256d pm = std_max(abs_pd(plo), abs_pd(phi));
+    const __m256d widen = _mm256_mul_pd(unit, pm);
+    plo = _mm256_sub_pd(_mm256_sub_pd(plo, widen), floor);
+    phi = _mm256_add_pd(_mm256_add_pd(phi, widen), floor);
+    if (bf16_products) {
+      plo = round_bits_to_bf16(outward_float_bits(plo, /*down=*/true));
+      phi = round_bits_to_bf16(outward_float_bits(phi, /*down=*/false));
+    }
+    const __m256d old_lo = _mm256_loadu_pd(alo + o), old_hi = _mm256_loadu_pd(ahi + o),
+                  old_mag = _mm256_loadu_pd(amag + o), old_peak = _mm256_loadu_pd(apeak + o);
+    const __m256d new_mag = _mm256_add_pd(old_mag, std_max(abs_pd(plo), abs_pd(phi)));
+    const __m256d new_peak = std_max(old_peak, _mm256_add_pd(_mm256_mul_pd(pm, peak_scale), floor));
+    // A NaN column keeps its accumulators as they were (the scalar loop skips it).
+    _mm256_storeu_pd(alo + o, _mm256_blendv_pd(_mm256_add_pd(old_lo, plo), old_lo, skip));
+    _mm256_storeu_pd(ahi + o, _mm256_blendv_pd(_mm256_add_pd(old_hi, phi), old_hi, skip));
+    _mm256_storeu_pd(amag + o, _mm256_blendv_pd(new_mag, old_mag, skip));
+    _mm256_storeu_pd(apeak + o, _mm256_blendv_pd(new_peak, old_peak, skip));
+  }
+  accumulate_scalar(w, ylo, yhi, bf16_products, acc, H4, H);
+}
+
+}  // namespace
+
+bool combine_rows_use_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+
+void accumulate_weighted_row_scalar(double w, const double* ylo, const double* yhi, bool bf16_products,
+                                    CombineAccumulators& acc) {
+  accumulate_scalar(w, ylo, yhi, bf16_products, acc, 0, acc.cols());
+}
+
+void accumulate_weighted_row(double w, const double* ylo, const double* yhi, bool bf16_products,
+                             CombineAccumulators& acc) {
+  if (std::isnan(w)) {  // every column NaN, nothing added (as the scalar loop does column by column)
+    std::fill(acc.nan.begin(), acc.nan.end(), 1);
+    return;
+  }
+  if (combine_rows_use_avx2())
+    accumulate_avx2(w, ylo, yhi, bf16_products, acc);
+  else
+    accumulate_weighted_row_scalar(w, ylo, yhi, bf16_products, acc);
+}
+
+}  // namespace moefuzz::stages

@@ -1,0 +1,42 @@
+#pragma once
+// The inner loop of the combine stage (oracles/stages/combine.h): one routed row's GEMM2 intervals
+// times its routing weight, each product widened by its own fp32 rounding (and rounded to bf16 where
+// the profile's combine does), added into the token's per-column accumulators. Every evaluation of a
+// check runs the combine over all T x slots x H elements, the row memo reuses GEMM rows but not this
+// stage, so it is most of what a reused evaluation costs (docs/perf.md); the AVX2 path does four
+// columns at once with the same operations in the same order as the scalar one: the same bits
+// (tests/oracles/combine_rows_test.cpp compares them on hostile values).
+//
+// Example:
+//   moefuzz::stages::CombineAccumulators acc(H);
+//   acc.reset();
+//   for (int64_t r : token_rows)
+//     moefuzz::stages::accumulate_weighted_row(weight[r], y.lo.data() + r * H, y.hi.data() + r * H,
+//                                               bf16_products, acc);
+#include <cstdint>
+#include <vector>
+
+namespace moefuzz::stages {
+
+// Per output column of one token: the interval sum of the weighted products (lo, hi), the sum of
+// their magnitudes, the largest magnitude any one product may take, and whether a NaN reached it.
+struct CombineAccumulators {
+  explicit CombineAccumulators(int64_t cols);
+  void reset();  // every column back to 0 / not NaN
+  int64_t cols() const { return static_cast<int64_t>(lo.size()); }
+  std::vector<double> lo, hi, mag, peak;
+  std::vector<char> nan;
+};
+
+// Adds w x [ylo[o], yhi[o]] for every column o (a NaN weight or interval end marks the column NaN and
+// adds nothing). bf16_products: each product is rounded to bf16 before it is added (outward). Uses
+// AVX2 where the CPU has it.
+void accumulate_weighted_row(double w, const double* ylo, const double* yhi, bool bf16_products,
+                             CombineAccumulators& acc);
+// The scalar loop alone (the reference the AVX2 path is tested against).
+void accumulate_weighted_row_scalar(double w, const double* ylo, const double* yhi, bool bf16_products,
+                                    CombineAccumulators& acc);
+// Whether accumulate_weighted_row takes the AVX2 path on this CPU.
+bool combine_rows_use_avx2();
+
+}  // namespace moefuzz::stages
