@@ -6,11 +6,6 @@
 #include "oracles/stages/combine_rows.h"
 
 namespace moefuzz::stages {
-namespace {
-// bf16's largest finite value (0x7F7F): a value the combine rounds to bf16 overflows past it (fp32
-// intermediates only past FLT_MAX, a little higher).
-constexpr double kBf16Max = 0x1.fep127;
-}  // namespace
 
 StageExpectation combine(const Case& c, const Profile& p, std::span<const ExpandedRow> rows,
                          const ExpertOutputs& y) {
@@ -50,59 +45,55 @@ StageExpectation combine(const Case& c, const Profile& p, std::span<const Expand
     }
     // Accumulation of the slot terms in any order: slots - 1 additions (+1 unit for the oracle's
     // double sums); bf16 atomics round every one of the `slots` additions to bf16.
-    const double gamma =
-        p.combine == CombineAccum::kBf16Atomics ? gamma_n(nslots, kBf16Unit) : gamma_n(nslots, kFp32Unit);
+    const CombineFinish finish{.gamma = p.combine == CombineAccum::kBf16Atomics ? gamma_n(nslots, kBf16Unit)
+                                                                                : gamma_n(nslots, kFp32Unit),
+                               .floor_n = nslots * kUnderflowFloor,
+                               .rsf_in_combine = rsf_in_combine,
+                               .rsf = rsf,
+                               .bf16_output = p.bf16_output};
+    const auto& sr = shared_rows[static_cast<size_t>(t)];
+    if (sr.empty()) {
+      finish_routed_columns(acc, finish, out.expected.data() + t * H, out.bound.data() + t * H);
+      continue;
+    }
     for (int64_t o = 0; o < H; ++o) {
-      const double lo = acc.lo[static_cast<size_t>(o)], hi = acc.hi[static_cast<size_t>(o)],
-                   mag = acc.mag[static_cast<size_t>(o)];
-      double peak = acc.peak[static_cast<size_t>(o)];
+      Interval s;
+      double peak;
+      routed_output(acc, o, finish, &s.lo, &s.hi, &peak);
       bool nan = acc.nan[static_cast<size_t>(o)] != 0;
-      const double acc_err = gamma * mag;
-      Interval s{lo - acc_err - nslots * kUnderflowFloor, hi + acc_err + nslots * kUnderflowFloor};
-      peak = std::max(peak, mag + acc_err + nslots * kUnderflowFloor);  // any partial sum
-      if (rsf_in_combine) {
-        s = {std::min(s.lo * rsf, s.hi * rsf), std::max(s.lo * rsf, s.hi * rsf)};
-        const double m = std::max(std::fabs(s.lo), std::fabs(s.hi));
-        s = {s.lo - kFp32Unit * m - kUnderflowFloor, s.hi + kFp32Unit * m + kUnderflowFloor};
-        peak = std::max(peak, m * (1 + kFp32Unit) + kUnderflowFloor);
+      // The separate shared MLPs form their own output tensor (SGLang/vLLM: `shared_output`, in the
+      // model dtype) that is added to the routed output afterwards (recipe.h, kSeparate). With
+      // several shared experts their outputs are summed first, either in fp32 and rounded once
+      // or by bf16 tensor adds in any order (each add a bf16 rounding point): both lie in
+      // sum +- gamma_{n-1}(u) * sum|y| with u the unit of the output dtype, then RN to bf16 once
+      // more (monotone, idempotent on a bf16 result).
+      double slo = 0, shi = 0, smag = 0;
+      for (int64_t r : sr) {
+        const Interval yi = y.at(r, o);
+        nan |= is_nan(yi);
+        slo += yi.lo;
+        shi += yi.hi;
+        smag += std::max(std::fabs(yi.lo), std::fabs(yi.hi));
       }
+      Interval sh_sum{slo, shi};
+      if (sr.size() > 1) {
+        // +1 unit absorbs the oracle's own double sums (< n 2^-53 relative).
+        const double e =
+            gamma_n(static_cast<double>(sr.size()), p.bf16_output ? kBf16Unit : kFp32Unit) * smag +
+            static_cast<double>(sr.size()) * kUnderflowFloor;
+        sh_sum = {slo - e, shi + e};
+      }
+      // The shared tensor is in the output dtype even for one expert whose GEMM2 output is fp32.
+      if (p.bf16_output) sh_sum = round_to_bf16(sh_sum);
+      // routed + shared: one fp32 addition (+1 unit for the oracle's double add), then the output
+      // rounding point.
+      const double m =
+          std::max(std::fabs(s.lo), std::fabs(s.hi)) + std::max(std::fabs(sh_sum.lo), std::fabs(sh_sum.hi));
+      const double e = gamma_n(2, kFp32Unit) * m + kUnderflowFloor;
+      s = {s.lo + sh_sum.lo - e, s.hi + sh_sum.hi + e};
+      // A partial shared sum is within smag + its error term, which is less than sh_sum's width.
+      peak = std::max({peak, smag + (sh_sum.hi - sh_sum.lo), m + e});
       if (p.bf16_output) s = round_to_bf16(s);
-      const auto& sr = shared_rows[static_cast<size_t>(t)];
-      if (!sr.empty()) {
-        // The separate shared MLPs form their own output tensor (SGLang/vLLM: `shared_output`, in the
-        // model dtype) that is added to the routed output afterwards (recipe.h, kSeparate). With
-        // several shared experts their outputs are summed first, either in fp32 and rounded once
-        // or by bf16 tensor adds in any order (each add a bf16 rounding point): both lie in
-        // sum +- gamma_{n-1}(u) * sum|y| with u the unit of the output dtype, then RN to bf16 once
-        // more (monotone, idempotent on a bf16 result).
-        double slo = 0, shi = 0, smag = 0;
-        for (int64_t r : sr) {
-          const Interval yi = y.at(r, o);
-          nan |= is_nan(yi);
-          slo += yi.lo;
-          shi += yi.hi;
-          smag += std::max(std::fabs(yi.lo), std::fabs(yi.hi));
-        }
-        Interval sh_sum{slo, shi};
-        if (sr.size() > 1) {
-          // +1 unit absorbs the oracle's own double sums (< n 2^-53 relative).
-          const double e =
-              gamma_n(static_cast<double>(sr.size()), p.bf16_output ? kBf16Unit : kFp32Unit) * smag +
-              static_cast<double>(sr.size()) * kUnderflowFloor;
-          sh_sum = {slo - e, shi + e};
-        }
-        // The shared tensor is in the output dtype even for one expert whose GEMM2 output is fp32.
-        if (p.bf16_output) sh_sum = round_to_bf16(sh_sum);
-        // routed + shared: one fp32 addition (+1 unit for the oracle's double add), then the output
-        // rounding point.
-        const double m =
-            std::max(std::fabs(s.lo), std::fabs(s.hi)) + std::max(std::fabs(sh_sum.lo), std::fabs(sh_sum.hi));
-        const double e = gamma_n(2, kFp32Unit) * m + kUnderflowFloor;
-        s = {s.lo + sh_sum.lo - e, s.hi + sh_sum.hi + e};
-        // A partial shared sum is within smag + its error term, which is less than sh_sum's width.
-        peak = std::max({peak, smag + (sh_sum.hi - sh_sum.lo), m + e});
-        if (p.bf16_output) s = round_to_bf16(s);
-      }
       store(&out, t, o, nan || !(peak < kBf16Max) ? Interval{kNaN, kNaN} : s);
     }
   }

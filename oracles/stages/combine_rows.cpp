@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "oracles/bounds.h"
 #include "oracles/stages/stage_types.h"
@@ -26,6 +27,17 @@ void CombineAccumulators::reset() {
 }
 
 namespace {
+
+// stage_types.h store() for one element.
+void store_column(Interval x, double* expected, double* bound) {
+  if (is_nan(x)) {
+    *expected = kNaN;
+    *bound = kInf;
+  } else {
+    *expected = x.center();
+    *bound = x.radius();
+  }
+}
 
 // One column of the scalar loop (the reference): columns [begin, end).
 void accumulate_scalar(double w, const double* ylo, const double* yhi, bool bf16_products,
@@ -130,7 +142,100 @@ __attribute__((target("avx2"))) void accumulate_avx2(double w, const double* ylo
   accumulate_scalar(w, ylo, yhi, bf16_products, acc, H4, H);
 }
 
+__attribute__((target("avx2"))) void finish_avx2(const CombineAccumulators& acc, const CombineFinish& f,
+                                                 double* expected, double* bound) {
+  const int64_t H = acc.cols(), H4 = H / 4 * 4;
+  const __m256d gamma = _mm256_set1_pd(f.gamma), floor_n = _mm256_set1_pd(f.floor_n),
+                rsf = _mm256_set1_pd(static_cast<double>(f.rsf)), unit = _mm256_set1_pd(kFp32Unit),
+                floor = _mm256_set1_pd(kUnderflowFloor), peak_scale = _mm256_set1_pd(1 + kFp32Unit),
+                bf16_max = _mm256_set1_pd(kBf16Max), two = _mm256_set1_pd(2.0),
+                radius_scale = _mm256_set1_pd(1 + 2 * kDoubleUnit), zero = _mm256_setzero_pd(),
+                nan_v = _mm256_set1_pd(kNaN), inf_v = _mm256_set1_pd(kInf);
+  for (int64_t o = 0; o < H4; o += 4) {
+    const __m256d mag = _mm256_loadu_pd(acc.mag.data() + o);
+    const __m256d err = _mm256_mul_pd(gamma, mag);
+    __m256d lo = _mm256_sub_pd(_mm256_sub_pd(_mm256_loadu_pd(acc.lo.data() + o), err), floor_n);
+    __m256d hi = _mm256_add_pd(_mm256_add_pd(_mm256_loadu_pd(acc.hi.data() + o), err), floor_n);
+    __m256d peak =
+        std_max(_mm256_loadu_pd(acc.peak.data() + o), _mm256_add_pd(_mm256_add_pd(mag, err), floor_n));
+    if (f.rsf_in_combine) {
+      const __m256d a = _mm256_mul_pd(lo, rsf), b = _mm256_mul_pd(hi, rsf);
+      lo = std_min(a, b);
+      hi = std_max(a, b);
+      const __m256d m = std_max(abs_pd(lo), abs_pd(hi));
+      const __m256d widen = _mm256_mul_pd(unit, m);
+      lo = _mm256_sub_pd(_mm256_sub_pd(lo, widen), floor);
+      hi = _mm256_add_pd(_mm256_add_pd(hi, widen), floor);
+      peak = std_max(peak, _mm256_add_pd(_mm256_mul_pd(m, peak_scale), floor));
+    }
+    if (f.bf16_output) {
+      lo = round_bits_to_bf16(outward_float_bits(lo, /*down=*/true));
+      hi = round_bits_to_bf16(outward_float_bits(hi, /*down=*/false));
+    }
+    // store(): NaN / +inf where a NaN reached the column, an intermediate may pass bf16's largest
+    // finite value (!(peak < max): NaN peaks included), or an end is NaN.
+    int32_t flags;
+    std::memcpy(&flags, acc.nan.data() + o, 4);
+    const __m256i flag_lanes = _mm256_cvtepi8_epi64(_mm_cvtsi32_si128(flags));
+    const __m256d flagged = _mm256_castsi256_pd(_mm256_cmpgt_epi64(flag_lanes, _mm256_setzero_si256()));
+    const __m256d unknown =
+        _mm256_or_pd(_mm256_or_pd(flagged, _mm256_cmp_pd(peak, bf16_max, _CMP_NLT_UQ)),
+                     _mm256_or_pd(_mm256_cmp_pd(lo, lo, _CMP_UNORD_Q), _mm256_cmp_pd(hi, hi, _CMP_UNORD_Q)));
+    // Interval::center and radius (bounds.h).
+    const __m256d width = _mm256_sub_pd(hi, lo);
+    const __m256d center =
+        _mm256_blendv_pd(_mm256_add_pd(lo, _mm256_div_pd(width, two)), lo, _mm256_cmp_pd(lo, hi, _CMP_EQ_OQ));
+    const __m256d radius = _mm256_blendv_pd(_mm256_mul_pd(_mm256_div_pd(width, two), radius_scale), zero,
+                                            _mm256_cmp_pd(width, zero, _CMP_EQ_OQ));
+    _mm256_storeu_pd(expected + o, _mm256_blendv_pd(center, nan_v, unknown));
+    _mm256_storeu_pd(bound + o, _mm256_blendv_pd(radius, inf_v, unknown));
+  }
+  for (int64_t o = H4; o < H; ++o) {
+    double lo, hi, peak;
+    routed_output(acc, o, f, &lo, &hi, &peak);
+    const bool unknown = acc.nan[static_cast<size_t>(o)] != 0 || !(peak < kBf16Max);
+    store_column(unknown ? Interval{kNaN, kNaN} : Interval{lo, hi}, expected + o, bound + o);
+  }
+}
+
 }  // namespace
+
+void routed_output(const CombineAccumulators& acc, int64_t o, const CombineFinish& f, double* lo_out,
+                   double* hi_out, double* peak_out) {
+  const size_t i = static_cast<size_t>(o);
+  const double lo = acc.lo[i], hi = acc.hi[i], mag = acc.mag[i];
+  const double acc_err = f.gamma * mag;
+  Interval s{lo - acc_err - f.floor_n, hi + acc_err + f.floor_n};
+  double peak = std::max(acc.peak[i], mag + acc_err + f.floor_n);  // any partial sum
+  if (f.rsf_in_combine) {
+    s = {std::min(s.lo * f.rsf, s.hi * f.rsf), std::max(s.lo * f.rsf, s.hi * f.rsf)};
+    const double m = std::max(std::fabs(s.lo), std::fabs(s.hi));
+    s = {s.lo - kFp32Unit * m - kUnderflowFloor, s.hi + kFp32Unit * m + kUnderflowFloor};
+    peak = std::max(peak, m * (1 + kFp32Unit) + kUnderflowFloor);
+  }
+  if (f.bf16_output) s = round_to_bf16(s);
+  *lo_out = s.lo;
+  *hi_out = s.hi;
+  *peak_out = peak;
+}
+
+void finish_routed_columns_scalar(const CombineAccumulators& acc, const CombineFinish& f, double* expected,
+                                  double* bound) {
+  for (int64_t o = 0; o < acc.cols(); ++o) {
+    double lo, hi, peak;
+    routed_output(acc, o, f, &lo, &hi, &peak);
+    const bool unknown = acc.nan[static_cast<size_t>(o)] != 0 || !(peak < kBf16Max);
+    store_column(unknown ? Interval{kNaN, kNaN} : Interval{lo, hi}, expected + o, bound + o);
+  }
+}
+
+void finish_routed_columns(const CombineAccumulators& acc, const CombineFinish& f, double* expected,
+                           double* bound) {
+  if (combine_rows_use_avx2())
+    finish_avx2(acc, f, expected, bound);
+  else
+    finish_routed_columns_scalar(acc, f, expected, bound);
+}
 
 bool combine_rows_use_avx2() {
   static const bool has = __builtin_cpu_supports("avx2");

@@ -18,6 +18,10 @@
 
 namespace moefuzz::stages {
 
+// bf16's largest finite value (0x7F7F): a value the combine rounds to bf16 overflows past it (fp32
+// intermediates only past FLT_MAX, a little higher).
+inline constexpr double kBf16Max = 0x1.fep127;
+
 // Per output column of one token: the interval sum of the weighted products (lo, hi), the sum of
 // their magnitudes, the largest magnitude any one product may take, and whether a NaN reached it.
 struct CombineAccumulators {
@@ -36,6 +40,27 @@ void accumulate_weighted_row(double w, const double* ylo, const double* yhi, boo
 // The scalar loop alone (the reference the AVX2 path is tested against).
 void accumulate_weighted_row_scalar(double w, const double* ylo, const double* yhi, bool bf16_products,
                                     CombineAccumulators& acc);
+// How a token's accumulated routed sum becomes its output (combine.h): the accumulation error in any
+// order (gamma = gamma_n(slots, unit of the accumulation), floor_n = slots x the underflow floor),
+// routed_scaling_factor applied in the combine (an fp32 multiply) or not, the bf16 output rounding.
+struct CombineFinish {
+  double gamma = 0, floor_n = 0;
+  bool rsf_in_combine = false;
+  float rsf = 1.0f;
+  bool bf16_output = false;
+};
+// Column o's routed output interval *s and the largest magnitude *peak any intermediate may take,
+// from the accumulators (NaN columns are the caller's: acc.nan).
+void routed_output(const CombineAccumulators& acc, int64_t o, const CombineFinish& f, double* lo, double* hi,
+                   double* peak);
+// For a token without shared experts: every column's expectation and bound as the stage stores them
+// (stage_types.h store: NaN and +inf where a NaN reached it or an intermediate may pass bf16's largest
+// finite value). AVX2 where the CPU has it.
+void finish_routed_columns(const CombineAccumulators& acc, const CombineFinish& f, double* expected,
+                           double* bound);
+// The scalar loop alone.
+void finish_routed_columns_scalar(const CombineAccumulators& acc, const CombineFinish& f, double* expected,
+                                  double* bound);
 // Whether accumulate_weighted_row takes the AVX2 path on this CPU.
 bool combine_rows_use_avx2();
 

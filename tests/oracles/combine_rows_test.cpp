@@ -1,5 +1,6 @@
-// The combine stage's row accumulation (oracles/stages/combine_rows.h): the AVX2 path gives the
-// scalar loop's accumulators bit for bit (any NaN counting as one value), NaN flags included, with and
+// The combine stage's row accumulation and its per-column finish (oracles/stages/combine_rows.h): the
+// AVX2 paths give the scalar loops' accumulators (any NaN counting as one value) and stored
+// expectations and bounds bit for bit, NaN flags included, with and
 // without bf16 products, on values that reach every branch: NaN and infinite interval ends, huge products
 // that overflow fp32 or bf16, subnormal and zero products (both signs), intervals exactly on a float or a
 // bf16, negative, zero and tiny weights, and H not a multiple of 4 (the scalar tail).
@@ -87,6 +88,51 @@ TEST(CombineRows, Avx2PathEqualsTheScalarLoopBitForBit) {
   EXPECT_GT(tails, 100);
   EXPECT_GT(nans, 100);
   EXPECT_GT(bf16_overflows, 10);
+}
+
+TEST(CombineRows, Avx2FinishEqualsTheScalarFinishBitForBit) {
+  if (!combine_rows_use_avx2()) GTEST_SKIP() << "this CPU has no AVX2: only the scalar loop runs here";
+  std::mt19937_64 rng(7);
+  int unknown = 0, known = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    const int64_t H = 1 + static_cast<int64_t>(rng() % 70);
+    CombineAccumulators acc(H);
+    acc.reset();
+    const int rows = trial % 9;  // 0: an empty token
+    for (int row = 0; row < rows; ++row) {
+      std::vector<double> lo(static_cast<size_t>(H)), hi(static_cast<size_t>(H));
+      for (int64_t o = 0; o < H; ++o) {
+        const double x = draw_value(rng), y = draw_value(rng);
+        lo[static_cast<size_t>(o)] = std::fmin(x, y);
+        hi[static_cast<size_t>(o)] = rng() % 16 == 0 ? lo[static_cast<size_t>(o)] : std::fmax(x, y);
+      }
+      accumulate_weighted_row(std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng), -2), lo.data(),
+                              hi.data(), trial % 2 == 0, acc);
+    }
+    const double slots = static_cast<double>(rows);
+    const CombineFinish f{.gamma = slots * 0x1p-24 / (1 - slots * 0x1p-24),
+                          .floor_n = slots * 0x1p-126,
+                          .rsf_in_combine = trial % 3 == 0,
+                          .rsf = trial % 6 == 0 ? 2.5f : 0.3f,
+                          .bf16_output = trial % 4 != 1};
+    std::vector<double> e1(static_cast<size_t>(H)), b1(static_cast<size_t>(H)), e2(static_cast<size_t>(H)),
+        b2(static_cast<size_t>(H));
+    finish_routed_columns(acc, f, e1.data(), b1.data());
+    finish_routed_columns_scalar(acc, f, e2.data(), b2.data());
+    // Exact bits here: the stored NaN is the one constant (stage_types.h kNaN).
+    std::vector<uint64_t> x1(e1.size()), x2(e2.size()), y1(b1.size()), y2(b2.size());
+    for (size_t i = 0; i < e1.size(); ++i) {
+      x1[i] = std::bit_cast<uint64_t>(e1[i]);
+      x2[i] = std::bit_cast<uint64_t>(e2[i]);
+      y1[i] = std::bit_cast<uint64_t>(b1[i]);
+      y2[i] = std::bit_cast<uint64_t>(b2[i]);
+      (std::isnan(e2[i]) ? unknown : known) += 1;
+    }
+    EXPECT_EQ(x1, x2) << "trial " << trial;
+    EXPECT_EQ(y1, y2) << "trial " << trial;
+  }
+  EXPECT_GT(unknown, 500);
+  EXPECT_GT(known, 500);
 }
 
 TEST(CombineRows, NanWeightMarksEveryColumnAndAddsNothing) {
