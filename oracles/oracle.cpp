@@ -42,7 +42,8 @@ Verdict first_broken_stage(const Case& c, const Profile& p, const LayerResult& k
 
 }  // namespace
 
-OracleEvaluation evaluate(const Case& c, const Profile& p, const LayerResult& kernel, OracleRowMemo* memo) {
+OracleEvaluation evaluate(const Case& c, const Profile& p, const LayerResult& kernel, OracleRowMemo* memo,
+                          OracleStages stages) {
   const PhaseTimer timer(Phase::kOracle);
   OracleEvaluation ev;
   stages::RouteStage route = stages::route(c, p, kernel.routing);
@@ -50,7 +51,8 @@ OracleEvaluation evaluate(const Case& c, const Profile& p, const LayerResult& ke
     ev.admissibility = route.admissibility;
     return ev;
   }
-  LayerReference ref = reference_layer(c, p, kernel.routing, &kernel, {.memo = memo});
+  LayerReference ref = reference_layer(c, p, kernel.routing, &kernel,
+                                       {.keep_intermediates = stages == OracleStages::kAll, .memo = memo});
   ev.admissibility = ref.admissibility.failed() && ref.admissibility.stage == "fc2_quant"
                          ? first_broken_stage(c, p, kernel, ref.admissibility)
                          : ref.admissibility;

@@ -33,10 +33,16 @@ struct OracleEvaluation {
 
 class OracleRowMemo;
 
+// Which stages an evaluation keeps. A metamorphic comparison reads the output only: without the
+// gemm1/activation/gemm2 stages ([T*k rows] x (2I + I + H) expectations and bounds, ~84 MB at the M
+// shape, zero-filled and then copied from the row memo) an evaluation whose rows all come from the
+// memo costs a fraction. The route and output stages are the same bits either way.
+enum class OracleStages { kAll, kRouteAndOutput };
+
 // memo: rows evaluated before are taken from it and new ones kept (oracles/row_memo.h); the result is
 // the same bit for bit. nullptr: every row afresh.
 OracleEvaluation evaluate(const Case& c, const Profile& p, const LayerResult& kernel,
-                          OracleRowMemo* memo = nullptr);
+                          OracleRowMemo* memo = nullptr, OracleStages stages = OracleStages::kAll);
 // Admissibility, then every exposed stage and the output within their bounds. Returns the first
 // failure (decisions before values), else a pass carrying max error/bound.
 Verdict compare_layer(const Case& c, const Profile& p, const LayerResult& kernel);

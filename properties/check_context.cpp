@@ -48,12 +48,12 @@ const OracleEvaluation& CheckContext::oracle() {
   return *oracle_;
 }
 
-OracleEvaluation CheckContext::evaluate_fresh(const Case& c, const LayerResult& r) {
+OracleEvaluation CheckContext::evaluate_fresh(const Case& c, const LayerResult& r, OracleStages stages) {
   LayerResult decisions_only = r;
   decisions_only.gemm1.reset();
   decisions_only.activation.reset();
   decisions_only.gemm2.reset();
-  return moefuzz::evaluate(c, profile_, decisions_only, memo());
+  return moefuzz::evaluate(c, profile_, decisions_only, memo(), stages);
 }
 
 OracleEvaluation CheckContext::evaluate(const Case& c, const LayerResult& r) {
@@ -62,12 +62,12 @@ OracleEvaluation CheckContext::evaluate(const Case& c, const LayerResult& r) {
   // Content by bits (operator== on floats would take -0 for +0).
   const bool base_case = &c == &case_ || same_case(c, case_);
   if (reuse_ && baseline_ && same_decisions(r, *baseline_) && base_case) return oracle_end_to_end();
-  return evaluate_fresh(c, r);
+  return evaluate_fresh(c, r, OracleStages::kRouteAndOutput);
 }
 
 const OracleEvaluation& CheckContext::oracle_end_to_end() {
   if (reuse_ && full_evaluation_is_decisions_only(oracle(), baseline())) return oracle();
-  if (!oracle_end_to_end_) oracle_end_to_end_ = evaluate_fresh(case_, baseline());
+  if (!oracle_end_to_end_) oracle_end_to_end_ = evaluate_fresh(case_, baseline(), OracleStages::kAll);
   return *oracle_end_to_end_;
 }
 

@@ -61,7 +61,8 @@ class CheckContext {
   // End-to-end evaluation for metamorphic checks: conditioned on the run's discrete decisions
   // (routing, quantized codes) only, so the output bound covers every rounding from the inputs on.
   // Taken from oracle_end_to_end() when c is the base case (same content) and r's decisions are the
-  // baseline's, bit for bit: the same inputs (properties/oracle_reuse.h).
+  // baseline's, bit for bit: the same inputs (properties/oracle_reuse.h). Holds the route and output
+  // stages (a fresh evaluation keeps no others: OracleStages::kRouteAndOutput).
   OracleEvaluation evaluate(const Case& c, const LayerResult& r);
   // The same as evaluate(base_case(), baseline()), taken from oracle() when that is the same
   // evaluation (properties/oracle_reuse.h).
@@ -92,7 +93,7 @@ class CheckContext {
   bool reuse_ = true;
   OracleRowMemo memo_;
   OracleRowMemo* memo() { return reuse_ ? &memo_ : nullptr; }
-  OracleEvaluation evaluate_fresh(const Case& c, const LayerResult& r);
+  OracleEvaluation evaluate_fresh(const Case& c, const LayerResult& r, OracleStages stages);
 };
 
 struct Invariant {

@@ -2,11 +2,13 @@
 // base case's oracle evaluation instead of a fresh one, the two are the same bit for bit - every
 // stage's expected values and bounds, and the admissibility verdict. The same holds for the evaluations
 // of transformed cases (PERM, BATCH, SCALE1, GSCALE, PAD) that take rows from the context's row memo
-// (oracles/row_memo.h). (GSCALE's rescaled case as a whole is not the base case's evaluation: its
-// expected values are, but its GEMM1/activation/GEMM2/output bounds differ in the last bits on ~1 case
-// in 10 of this sweep; only the rows of the experts it did not rescale are reused.) A sweep over
-// generated cases of every routing mode the generators draw, small and medium shapes, on the `cpu` kernel and
-// mutants whose decisions differ from the ideal ones (there the fresh evaluation must be taken, and is).
+// (oracles/row_memo.h), and the light evaluations those cases get (route and output only) hold the
+// full evaluation's route and output stages bit for bit. (GSCALE's rescaled case as a whole is not the base
+// case's evaluation: its expected values are, but its GEMM1/activation/GEMM2/output bounds differ in the last
+// bits on ~1 case in 10 of this sweep; only the rows of the experts it did not rescale are reused.) A sweep
+// over generated cases of every routing mode the generators draw, small and medium shapes, on the `cpu`
+// kernel and mutants whose decisions differ from the ideal ones (there the fresh evaluation must be taken,
+// and is).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -49,6 +51,27 @@ void expect_identical(const OracleEvaluation& mapped, const OracleEvaluation& fr
   }
 }
 
+// A light evaluation (route and output only, OracleStages::kRouteAndOutput, what CheckContext::evaluate
+// makes afresh) against the full fresh one: the same admissibility, and each stage it holds equal bit
+// for bit to the full evaluation's stage of that name.
+void expect_identical_stages_held(const OracleEvaluation& light, const OracleEvaluation& full,
+                                  const std::string& what) {
+  SCOPED_TRACE(what);
+  EXPECT_EQ(light.admissibility.outcome, full.admissibility.outcome);
+  EXPECT_EQ(light.admissibility.invariant, full.admissibility.invariant);
+  EXPECT_EQ(light.admissibility.stage, full.admissibility.stage);
+  EXPECT_EQ(light.admissibility.message, full.admissibility.message);
+  if (light.admissibility.passed()) EXPECT_NE(light.stage("output"), nullptr);
+  for (const StageExpectation& a : light.stages) {
+    const StageExpectation* b = full.stage(a.stage);
+    ASSERT_NE(b, nullptr) << a.stage;
+    EXPECT_EQ(a.rows, b->rows);
+    EXPECT_EQ(a.cols, b->cols);
+    EXPECT_TRUE(same_bits(a.expected, b->expected)) << a.stage << ": expected values differ";
+    EXPECT_TRUE(same_bits(a.bound, b->bound)) << a.stage << ": bounds differ";
+  }
+}
+
 LayerResult decisions_only(LayerResult r) {
   r.gemm1.reset();
   r.activation.reset();
@@ -77,7 +100,7 @@ void sweep_case(const Kernel& k, const Case& c, Counts& n, bool with_routing_onl
     const Case same = c;
     const LayerResult r = ctx.run(same);
     ++(same_decisions(r, base) ? n.reused : n.fresh)["identity"];
-    expect_identical(ctx.evaluate(same, r), evaluate(c, p, decisions_only(r)), "identity");
+    expect_identical_stages_held(ctx.evaluate(same, r), evaluate(c, p, decisions_only(r)), "identity");
   }
   // TACTIC: every other tactic's run.
   for (int t = 0; t < k.claims().tactics; ++t) {
@@ -130,8 +153,15 @@ void sweep_case(const Kernel& k, const Case& c, Counts& n, bool with_routing_onl
     const OracleEvaluation through_memo = ctx.evaluate(tc, r);
     n.rows_reused[name] += ctx.row_memo().hits() - hits;
     ++n.evaluations[name];
-    expect_identical(through_memo, evaluate(tc, p, decisions_only(r)),
-                     name + (routing_only ? " (routing only)" : ""));
+    const std::string what = name + (routing_only ? " (routing only)" : "");
+    const OracleEvaluation light = evaluate(tc, p, decisions_only(r), nullptr, OracleStages::kRouteAndOutput);
+    if (light.admissibility.passed()) {  // what the light evaluation keeps: route and output
+      ASSERT_EQ(light.stages.size(), 2u) << what;
+      EXPECT_EQ(light.stages[0].stage, "route");
+      EXPECT_EQ(light.stages[1].stage, "output");
+    }
+    expect_identical_stages_held(light, evaluate(tc, p, decisions_only(r)), what + ", light");
+    expect_identical_stages_held(through_memo, evaluate(tc, p, decisions_only(r)), what);
   }
 }
 
