@@ -118,8 +118,14 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
     act = &inter[1];
     g2 = &inter[2];
   }
-  ExpertOutputs y{H, std::vector<double>(static_cast<size_t>(R * H)),
-                  std::vector<double>(static_cast<size_t>(R * H))};
+  // Rows are allocated once one is computed: an evaluation whose rows all come from the memo borrows
+  // them (below) and allocates nothing.
+  ExpertOutputs y{.cols = H};
+  const auto own_rows = [&] {
+    if (!y.lo.empty() || R == 0) return;
+    y.lo.resize(static_cast<size_t>(R * H));
+    y.hi.resize(static_cast<size_t>(R * H));
+  };
   std::vector<std::vector<int64_t>> by_expert(c.experts.size());
   for (int64_t r = 0; r < R; ++r)
     by_expert[static_cast<size_t>(rows[static_cast<size_t>(r)].expert)].push_back(r);
@@ -129,6 +135,7 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
 
   // One expert's rows through the stages; the first inadmissible kernel decision is returned.
   const auto run_stages = [&](size_t e, std::span<const int64_t> members) -> Verdict {
+    own_rows();
     const ExpertRows er{rows, members};
     const ExpertWeights& W = c.experts[e];
     const float sq1 = c.a1_scale_for(static_cast<int64_t>(e)), sq2 = c.a2_scale_for(static_cast<int64_t>(e));
@@ -152,6 +159,13 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
   OracleRowMemo* const memo = opts.memo != nullptr && &opts.memo->profile() == &p ? opts.memo : nullptr;
   std::optional<OracleRowKeys> keys;
   if (memo != nullptr) keys.emplace(c, p, kernel);
+  // Without intermediates a memo row is borrowed, not copied: no row of this evaluation needs one, so
+  // none misses a found key and re-inserts it, and the memo never drops a row (its storage stays put).
+  const bool borrow = memo != nullptr && g1 == nullptr;
+  if (borrow) {
+    y.borrowed_lo.assign(static_cast<size_t>(R), nullptr);
+    y.borrowed_hi.assign(static_cast<size_t>(R), nullptr);
+  }
   RowCopier copier{H, I, y, g1, act, g2};
   std::vector<int64_t> todo;
   std::vector<OracleRowMemo::Key> todo_keys;
@@ -165,7 +179,13 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
         const ExpandedRow& row = rows[static_cast<size_t>(r)];
         const OracleRowMemo::Key k = keys->key(row.token, row.slot, row.expert);
         if (const OracleRowMemo::Row* hit = memo->find(k, copier.has_intermediates(row))) {
-          copier.put(*hit, r, row);
+          if (borrow) {
+            y.borrowed_lo[static_cast<size_t>(r)] = hit->values.data();
+            y.borrowed_hi[static_cast<size_t>(r)] = hit->values.data() + H;
+          } else {
+            own_rows();
+            copier.put(*hit, r, row);
+          }
         } else {
           todo.push_back(r);
           todo_keys.push_back(k);

@@ -41,7 +41,7 @@ StageExpectation combine(const Case& c, const Profile& p, std::span<const Expand
       // bf16 products: the atomics' and cutlass_moe_fp4's bf16(w * y), and SGLang Triton's GEMM2
       // epilogue (MUL_ROUTED_WEIGHT: the fp32 accumulator times the fp32 weight, stored as bf16 for
       // moe_sum_reduce).
-      accumulate_weighted_row(w, y.lo.data() + r * y.cols, y.hi.data() + r * y.cols, bf16_products, acc);
+      accumulate_weighted_row(w, y.lo_row(r), y.hi_row(r), bf16_products, acc);
     }
     // Accumulation of the slot terms in any order: slots - 1 additions (+1 unit for the oracle's
     // double sums); bf16 atomics round every one of the `slots` additions to bf16.

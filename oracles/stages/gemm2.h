@@ -15,14 +15,22 @@
 
 namespace moefuzz::stages {
 
-// GEMM2 intervals of every expanded row [R, H], indexed by the rows' position in ExpertRows::rows.
+// GEMM2 intervals of every expanded row [R, H], indexed by the rows' position in ExpertRows::rows:
+// the rows computed here in lo/hi ([R, H], allocated once a row is computed), a row borrowed from
+// elsewhere (the row memo's storage, which outlives the evaluation) through borrowed_lo/hi[row].
 struct ExpertOutputs {
   int64_t cols = 0;
   std::vector<double> lo, hi;
-  Interval at(int64_t row, int64_t col) const {
-    const size_t i = static_cast<size_t>(row * cols + col);
-    return {lo[i], hi[i]};
+  std::vector<const double*> borrowed_lo, borrowed_hi;  // [R] (empty: none borrowed); nullptr: own row
+  const double* lo_row(int64_t row) const {
+    const double* b = borrowed_lo.empty() ? nullptr : borrowed_lo[static_cast<size_t>(row)];
+    return b != nullptr ? b : lo.data() + row * cols;
   }
+  const double* hi_row(int64_t row) const {
+    const double* b = borrowed_hi.empty() ? nullptr : borrowed_hi[static_cast<size_t>(row)];
+    return b != nullptr ? b : hi.data() + row * cols;
+  }
+  Interval at(int64_t row, int64_t col) const { return {lo_row(row)[col], hi_row(row)[col]}; }
 };
 
 // sda2: the FC2 activation dequantization scale (1/S_q for W4A4, 1 for W4A16); h: the activation
