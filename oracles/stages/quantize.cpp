@@ -1,6 +1,8 @@
 // Stage "quantize" (FC1 input) and the row admission both quantization stages share.
 #include "oracles/stages/quantize.h"
 
+#include <algorithm>
+
 #include <string>
 
 #include "core/bf16.h"
@@ -155,6 +157,18 @@ Fc1Input quantize_fc1(const Case& c, const ExpertRows& rows, float sq1,
     const bool use_kernel = kernel_codes != nullptr && kernel_codes->has_value() && er.slot >= 0;
     Fc1Memo::Token scratch;
     Fc1Memo::Token& te = memo.token(er.token, scratch);
+    std::span<const uint8_t> packed, scales;
+    if (use_kernel) {
+      packed = {(*kernel_codes)->packed.data() + er.slot * (H / 2), static_cast<size_t>(H / 2)};
+      scales = {(*kernel_codes)->scales.data() + er.slot * (H / 16), static_cast<size_t>(H / 16)};
+      // A kernel quantizes a token once, so its k rows usually carry the same bytes: admission is a
+      // function of (input row, scale, bytes), and the input row is the token's.
+      if (te.have_admitted && te.admitted_sq == sq1 && std::ranges::equal(packed, te.admitted_packed) &&
+          std::ranges::equal(scales, te.admitted_scales)) {
+        out.quantized.rows.set_row(j, unpack_fp4(packed), scales);
+        continue;
+      }
+    }
     if (!use_kernel && (!te.have || !(te.sq == sq1))) {
       te.env = nvfp4_envelope(xd, xd, xd, sq1);
       te.sq = sq1;
@@ -164,6 +178,12 @@ Fc1Input quantize_fc1(const Case& c, const ExpertRows& rows, float sq1,
     if (!quantize_row("fc1_quant", er, j, xd, xd, xd, sq1, kernel_codes, out.quantized, out.admissibility,
                       use_kernel ? nullptr : &te.env, te.have_flips ? &te.flips : nullptr))
       return out;
+    if (use_kernel && !out.quantized.indeterminate[static_cast<size_t>(j)] && &te != &scratch) {
+      te.have_admitted = true;
+      te.admitted_sq = sq1;
+      te.admitted_packed.assign(packed.begin(), packed.end());
+      te.admitted_scales.assign(scales.begin(), scales.end());
+    }
     if (!te.have_flips && !use_kernel && !te.env.indeterminate) {
       te.flips = out.quantized.flips[static_cast<size_t>(j)];
       te.have_flips = true;

@@ -49,6 +49,11 @@ class Fc1Memo {
     float sq = 0;
     Nvfp4Envelope env;
     std::vector<std::pair<int32_t, double>> flips;
+    // The kernel's codes and block scales already admitted for one of the token's rows at
+    // admitted_sq: a row of the token with the same bytes and scale is admitted without the scan.
+    bool have_admitted = false;
+    float admitted_sq = 0;
+    std::vector<uint8_t> admitted_packed, admitted_scales;
   };
   Token& token(int64_t t, Token& scratch) { return memo_ ? tokens_[static_cast<size_t>(t)] : scratch; }
 
