@@ -27,6 +27,7 @@ Verdict compare_elementwise(const std::string& invariant, const std::string& sta
   // The locator (a std::function) runs only for the elements a report names: the failures kept and
   // the worst passing element, found by index first (a check compares ~10^7 elements per case).
   ElementError worst_pass{};
+  double worst_pass_ratio = worst_pass.ratio();
   int64_t worst_r = -1, worst_c = -1;
   const auto where = [&](int64_t r, int64_t c) {
     return locate ? locate(r, c) : Location{.token = r, .element = c};
@@ -37,8 +38,9 @@ Verdict compare_elementwise(const std::string& invariant, const std::string& sta
       if (std::isnan(expected[i]) || std::isinf(bound[i])) continue;
       ++v.compared;
       const ElementError e{Location{}, got[i], expected[i], bound[i]};
+      const double e_ratio = e.ratio();
       const bool finite_mismatch = !std::isfinite(got[i]) && std::isfinite(expected[i]);
-      const double ratio = finite_mismatch ? INFINITY : e.ratio();
+      const double ratio = finite_mismatch ? INFINITY : e_ratio;
       // An infinite expectation (an exact overflow every correct kernel shares) holds only itself.
       const bool over = element_outside_bound(got[i], expected[i], bound[i]);
       if (!std::isnan(ratio)) v.max_ratio = std::max(v.max_ratio, ratio);
@@ -48,8 +50,9 @@ Verdict compare_elementwise(const std::string& invariant, const std::string& sta
           failures.push_back(e);
           failures.back().where = where(r, c);
         }
-      } else if (e.ratio() >= worst_pass.ratio()) {
+      } else if (e_ratio >= worst_pass_ratio) {
         worst_pass = e;
+        worst_pass_ratio = e_ratio;
         worst_r = r;
         worst_c = c;
       }

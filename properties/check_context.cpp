@@ -43,9 +43,13 @@ LayerResult CheckContext::run_for_comparison(const Case& c) const {
   return run(c, &opts);
 }
 
-const OracleEvaluation& CheckContext::oracle() {
-  if (!oracle_) oracle_ = moefuzz::evaluate(case_, profile_, baseline(), memo());
-  return *oracle_;
+const OracleEvaluation& CheckContext::oracle() { return *oracle_shared(); }
+
+std::shared_ptr<const OracleEvaluation> CheckContext::oracle_shared() {
+  if (!oracle_)
+    oracle_ =
+        std::make_shared<const OracleEvaluation>(moefuzz::evaluate(case_, profile_, baseline(), memo()));
+  return oracle_;
 }
 
 OracleEvaluation CheckContext::evaluate_fresh(const Case& c, const LayerResult& r, OracleStages stages) {
@@ -56,24 +60,28 @@ OracleEvaluation CheckContext::evaluate_fresh(const Case& c, const LayerResult& 
   return moefuzz::evaluate(c, profile_, decisions_only, memo(), stages);
 }
 
-OracleEvaluation CheckContext::evaluate(const Case& c, const LayerResult& r) {
+std::shared_ptr<const OracleEvaluation> CheckContext::evaluate(const Case& c, const LayerResult& r) {
   // The base case itself (a transform that changed nothing: SCALE1 at the recipe's own factor,
   // WEIGHT1 without shared experts to drop) with the baseline's decisions: the same inputs.
   // Content by bits (operator== on floats would take -0 for +0).
   const bool base_case = &c == &case_ || same_case(c, case_);
-  if (reuse_ && baseline_ && same_decisions(r, *baseline_) && base_case) return oracle_end_to_end();
-  return evaluate_fresh(c, r, OracleStages::kRouteAndOutput);
+  if (reuse_ && baseline_ && same_decisions(r, *baseline_) && base_case) return end_to_end_shared();
+  return std::make_shared<const OracleEvaluation>(evaluate_fresh(c, r, OracleStages::kRouteAndOutput));
 }
 
-const OracleEvaluation& CheckContext::oracle_end_to_end() {
-  if (reuse_ && full_evaluation_is_decisions_only(oracle(), baseline())) return oracle();
-  if (!oracle_end_to_end_) oracle_end_to_end_ = evaluate_fresh(case_, baseline(), OracleStages::kAll);
-  return *oracle_end_to_end_;
+const OracleEvaluation& CheckContext::oracle_end_to_end() { return *end_to_end_shared(); }
+
+std::shared_ptr<const OracleEvaluation> CheckContext::end_to_end_shared() {
+  if (reuse_ && full_evaluation_is_decisions_only(oracle(), baseline())) return oracle_shared();
+  if (!oracle_end_to_end_)
+    oracle_end_to_end_ =
+        std::make_shared<const OracleEvaluation>(evaluate_fresh(case_, baseline(), OracleStages::kAll));
+  return oracle_end_to_end_;
 }
 
-OracleEvaluation CheckContext::evaluate_on_base(const LayerResult& r) {
-  if (reuse_ && same_conditioning(r, baseline())) return oracle();
-  return moefuzz::evaluate(case_, profile_, r, memo());
+std::shared_ptr<const OracleEvaluation> CheckContext::evaluate_on_base(const LayerResult& r) {
+  if (reuse_ && same_conditioning(r, baseline())) return oracle_shared();
+  return std::make_shared<const OracleEvaluation>(moefuzz::evaluate(case_, profile_, r, memo()));
 }
 
 }  // namespace moefuzz

@@ -63,13 +63,14 @@ class CheckContext {
   // Taken from oracle_end_to_end() when c is the base case (same content) and r's decisions are the
   // baseline's, bit for bit: the same inputs (properties/oracle_reuse.h). Holds the route and output
   // stages (a fresh evaluation keeps no others: OracleStages::kRouteAndOutput).
-  OracleEvaluation evaluate(const Case& c, const LayerResult& r);
+  // Shared, not copied: a reused evaluation is the context's own (at M ~0.1 GB with its stages).
+  std::shared_ptr<const OracleEvaluation> evaluate(const Case& c, const LayerResult& r);
   // The same as evaluate(base_case(), baseline()), taken from oracle() when that is the same
   // evaluation (properties/oracle_reuse.h).
   const OracleEvaluation& oracle_end_to_end();
   // evaluate(base_case(), profile(), r) for another run `r` on the base case (TACTIC): oracle() when
   // r conditions the oracle as the baseline does, bit for bit; else a fresh evaluation.
-  OracleEvaluation evaluate_on_base(const LayerResult& r);
+  std::shared_ptr<const OracleEvaluation> evaluate_on_base(const LayerResult& r);
   // Off: every evaluation above is made afresh, row by row too (tests and benchmarks compare; the
   // results are the same).
   void set_oracle_reuse(bool on) { reuse_ = on; }
@@ -88,12 +89,14 @@ class CheckContext {
   uint64_t input_hash_ = 0;
   std::optional<LayerResult> baseline_;
   std::string baseline_fault_;
-  std::optional<OracleEvaluation> oracle_;
-  std::optional<OracleEvaluation> oracle_end_to_end_;
+  std::shared_ptr<const OracleEvaluation> oracle_;
+  std::shared_ptr<const OracleEvaluation> oracle_end_to_end_;
   bool reuse_ = true;
   OracleRowMemo memo_;
   OracleRowMemo* memo() { return reuse_ ? &memo_ : nullptr; }
   OracleEvaluation evaluate_fresh(const Case& c, const LayerResult& r, OracleStages stages);
+  std::shared_ptr<const OracleEvaluation> oracle_shared();
+  std::shared_ptr<const OracleEvaluation> end_to_end_shared();
 };
 
 struct Invariant {

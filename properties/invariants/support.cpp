@@ -30,7 +30,8 @@ std::optional<Verdict> rejected_run(const OracleEvaluation& ev) {
 }
 
 Side side_of(CheckContext& ctx, const Case& c, const LayerResult& r) {
-  const OracleEvaluation ev = ctx.evaluate(c, r);
+  const std::shared_ptr<const OracleEvaluation> shared = ctx.evaluate(c, r);
+  const OracleEvaluation& ev = *shared;
   Side s;
   s.rejected = rejected_run(ev);
   if (s.rejected) return s;

@@ -48,7 +48,8 @@ Invariant make_tactic_invariant() {
       const LayerResult r = ctx.run(c, &o);
       // The oracle conditioned on this run: the baseline's evaluation when the decisions and exposed
       // values are the same bits (properties/oracle_reuse.h).
-      const OracleEvaluation ev = ctx.evaluate_on_base(r);
+      const std::shared_ptr<const OracleEvaluation> shared = ctx.evaluate_on_base(r);
+      const OracleEvaluation& ev = *shared;
       Verdict v = compare_layer(ev, r);
       v.invariant = "TACTIC";
       if (v.passed() && ev.stage("output") != nullptr) {

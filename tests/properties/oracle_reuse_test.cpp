@@ -100,7 +100,7 @@ void sweep_case(const Kernel& k, const Case& c, Counts& n, bool with_routing_onl
     const Case same = c;
     const LayerResult r = ctx.run(same);
     ++(same_decisions(r, base) ? n.reused : n.fresh)["identity"];
-    expect_identical_stages_held(ctx.evaluate(same, r), evaluate(c, p, decisions_only(r)), "identity");
+    expect_identical_stages_held(*ctx.evaluate(same, r), evaluate(c, p, decisions_only(r)), "identity");
   }
   // TACTIC: every other tactic's run.
   for (int t = 0; t < k.claims().tactics; ++t) {
@@ -108,7 +108,7 @@ void sweep_case(const Kernel& k, const Case& c, Counts& n, bool with_routing_onl
     o.tactic = t;
     const LayerResult r = ctx.run(c, &o);
     ++(same_conditioning(r, base) ? n.reused : n.fresh)["TACTIC"];
-    expect_identical(ctx.evaluate_on_base(r), evaluate(c, p, r), "TACTIC " + std::to_string(t));
+    expect_identical(*ctx.evaluate_on_base(r), evaluate(c, p, r), "TACTIC " + std::to_string(t));
   }
   // The metamorphic invariants' transformed cases: evaluated through the context, whose row memo
   // (oracles/row_memo.h) holds the rows of every evaluation above, and afresh without one.
@@ -150,7 +150,8 @@ void sweep_case(const Kernel& k, const Case& c, Counts& n, bool with_routing_onl
     if (!k.supports(tc.recipe).empty()) continue;
     const LayerResult r = bare(ctx.run(tc));
     const int64_t hits = ctx.row_memo().hits();
-    const OracleEvaluation through_memo = ctx.evaluate(tc, r);
+    const std::shared_ptr<const OracleEvaluation> shared = ctx.evaluate(tc, r);
+    const OracleEvaluation& through_memo = *shared;
     n.rows_reused[name] += ctx.row_memo().hits() - hits;
     ++n.evaluations[name];
     const std::string what = name + (routing_only ? " (routing only)" : "");
