@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <string>
@@ -133,6 +134,81 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
   const std::optional<QuantizedRows>* fc1_codes = kernel != nullptr ? &kernel->fc1_input : nullptr;
   const std::optional<QuantizedRows>* fc2_codes = kernel != nullptr ? &kernel->fc2_input : nullptr;
 
+  OracleRowMemo* const memo = opts.memo != nullptr && &opts.memo->profile() == &p ? opts.memo : nullptr;
+  std::optional<OracleRowKeys> keys;
+  if (memo != nullptr) keys.emplace(c, p, kernel);
+
+  // The FC1 quantization and GEMM1 of one expert's rows, each row's GEMM1 intervals (and gemm1 stage
+  // row) taken from the memo where an earlier evaluation computed them (PARAM's SwiGLU limit and
+  // GSCALE's rescaled down projection change only what follows): those rows were admitted then.
+  struct Gemm1Result {
+    Verdict admissibility = Verdict::pass("ORACLE", "admissibility");
+    Gemm1Rows rows;
+  };
+  const auto gemm1_rows = [&](size_t e, std::span<const int64_t> members, float sq1, double sda1) {
+    Gemm1Result out;
+    const ExpertWeights& W = c.experts[e];
+    const int64_t n = static_cast<int64_t>(members.size());
+    std::vector<int64_t> todo_at;  // positions in members
+    std::vector<OracleRowMemo::Key> todo_keys;
+    if (memo == nullptr) {
+      for (int64_t j = 0; j < n; ++j) todo_at.push_back(j);
+    } else {
+      out.rows.gate.resize(static_cast<size_t>(n * I));
+      out.rows.up.resize(static_cast<size_t>(n * I));
+      for (int64_t j = 0; j < n; ++j) {
+        const ExpandedRow& row = rows[static_cast<size_t>(members[static_cast<size_t>(j)])];
+        const OracleRowMemo::Key k = keys->gemm1_key(row.token, row.slot, row.expert);
+        const bool stage_row = g1 != nullptr && row.slot >= 0;
+        if (const OracleRowMemo::Row* hit = memo->find_gemm1(k, stage_row)) {
+          const double* v = hit->values.data();
+          std::memcpy(out.rows.gate.data() + j * I, v, static_cast<size_t>(I) * sizeof(Interval));
+          std::memcpy(out.rows.up.data() + j * I, v + 2 * I, static_cast<size_t>(I) * sizeof(Interval));
+          if (stage_row) {
+            std::copy_n(v + 4 * I, 2 * I, g1->expected.begin() + row.slot * 2 * I);
+            std::copy_n(v + 6 * I, 2 * I, g1->bound.begin() + row.slot * 2 * I);
+          }
+        } else {
+          todo_at.push_back(j);
+          todo_keys.push_back(k);
+        }
+      }
+      if (todo_at.empty()) return out;
+    }
+    std::vector<int64_t> todo_members(todo_at.size());
+    for (size_t i = 0; i < todo_at.size(); ++i) todo_members[i] = members[static_cast<size_t>(todo_at[i])];
+    const ExpertRows er{rows, todo_members};
+    const Fc1Input fc1 = quantize_fc1(c, er, sq1, fc1_codes, fc1_memo, fp8_fc1);
+    if (!fc1.admissibility.passed()) {
+      out.admissibility = fc1.admissibility;
+      return out;
+    }
+    Gemm1Rows computed = gemm1(c, p, er, W, fc1, sda1, g1);
+    if (memo == nullptr) {
+      out.rows = std::move(computed);
+      return out;
+    }
+    for (size_t i = 0; i < todo_at.size(); ++i) {
+      const int64_t j = todo_at[i];
+      const ExpandedRow& row = rows[static_cast<size_t>(todo_members[i])];
+      std::copy_n(computed.gate.begin() + static_cast<int64_t>(i) * I, I, out.rows.gate.begin() + j * I);
+      std::copy_n(computed.up.begin() + static_cast<int64_t>(i) * I, I, out.rows.up.begin() + j * I);
+      OracleRowMemo::Row kept;
+      kept.intermediates = g1 != nullptr && row.slot >= 0;
+      kept.values.resize(static_cast<size_t>(4 * I + (kept.intermediates ? 4 * I : 0)));
+      std::memcpy(kept.values.data(), computed.gate.data() + static_cast<int64_t>(i) * I,
+                  static_cast<size_t>(I) * sizeof(Interval));
+      std::memcpy(kept.values.data() + 2 * I, computed.up.data() + static_cast<int64_t>(i) * I,
+                  static_cast<size_t>(I) * sizeof(Interval));
+      if (kept.intermediates) {
+        std::copy_n(g1->expected.begin() + row.slot * 2 * I, 2 * I, kept.values.begin() + 4 * I);
+        std::copy_n(g1->bound.begin() + row.slot * 2 * I, 2 * I, kept.values.begin() + 6 * I);
+      }
+      memo->insert_gemm1(todo_keys[i], std::move(kept));
+    }
+    return out;
+  };
+
   // One expert's rows through the stages; the first inadmissible kernel decision is returned.
   const auto run_stages = [&](size_t e, std::span<const int64_t> members) -> Verdict {
     own_rows();
@@ -143,10 +219,9 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
     const double sda1 = w4a16 || fp8 ? 1.0 : 1.0 / static_cast<double>(sq1);
     const double sda2 = w4a16 || fp8 ? 1.0 : 1.0 / static_cast<double>(sq2);
 
-    const Fc1Input fc1 = quantize_fc1(c, er, sq1, fc1_codes, fc1_memo, fp8_fc1);
-    if (!fc1.admissibility.passed()) return fc1.admissibility;
-    const Gemm1Rows g = gemm1(c, p, er, W, fc1, sda1, g1);
-    const ActivationRows h = activation(p, c.recipe.swiglu, er, g, I, act);
+    const Gemm1Result g = gemm1_rows(e, members, sq1, sda1);
+    if (!g.admissibility.passed()) return g.admissibility;
+    const ActivationRows h = activation(p, c.recipe.swiglu, er, g.rows, I, act);
     const Fc2Input fc2 =
         quantize_fc2(c, er, sq2, h, fc2_codes, kernel != nullptr ? &kernel->activation : nullptr, fp8_fc2);
     if (!fc2.admissibility.passed()) return fc2.admissibility;
@@ -156,9 +231,6 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
 
   // Rows an earlier evaluation already computed come from the memo (oracles/row_memo.h); the stages
   // run on the others, which are then kept.
-  OracleRowMemo* const memo = opts.memo != nullptr && &opts.memo->profile() == &p ? opts.memo : nullptr;
-  std::optional<OracleRowKeys> keys;
-  if (memo != nullptr) keys.emplace(c, p, kernel);
   // Without intermediates a memo row is borrowed, not copied: no row of this evaluation needs one, so
   // none misses a found key and re-inserts it, and the memo never drops a row (its storage stays put).
   const bool borrow = memo != nullptr && g1 == nullptr;

@@ -29,9 +29,20 @@ const OracleRowMemo::Row* OracleRowMemo::find(const Key& k, bool need_intermedia
   return &it->second;
 }
 
-void OracleRowMemo::insert(const Key& k, Row row) {
-  const auto it = rows_.find(k);
-  if (it != rows_.end()) {  // replaced by the same row with its intermediates
+void OracleRowMemo::insert(const Key& k, Row row) { store(rows_, k, std::move(row)); }
+
+const OracleRowMemo::Row* OracleRowMemo::find_gemm1(const Key& k, bool need_intermediates) {
+  const auto it = gemm1_rows_.find(k);
+  if (it == gemm1_rows_.end() || (need_intermediates && !it->second.intermediates)) return nullptr;
+  ++gemm1_hits_;
+  return &it->second;
+}
+
+void OracleRowMemo::insert_gemm1(const Key& k, Row row) { store(gemm1_rows_, k, std::move(row)); }
+
+void OracleRowMemo::store(std::unordered_map<Key, Row, KeyHash>& map, const Key& k, Row row) {
+  const auto it = map.find(k);
+  if (it != map.end()) {  // replaced by the same row with its intermediates
     bytes_ -= row_bytes(it->second);
     it->second = std::move(row);
     bytes_ += row_bytes(it->second);
@@ -39,7 +50,7 @@ void OracleRowMemo::insert(const Key& k, Row row) {
   }
   if (bytes_ + row_bytes(row) > max_bytes_) return;
   bytes_ += row_bytes(row);
-  rows_.emplace(k, std::move(row));
+  map.emplace(k, std::move(row));
 }
 
 OracleRowKeys::OracleRowKeys(const Case& c, const Profile& p, const LayerResult* kernel)
@@ -57,6 +68,12 @@ OracleRowKeys::OracleRowKeys(const Case& c, const Profile& p, const LayerResult*
   ContentHasher h(kSeed);
   h.add_bytes(text.data(), text.size());
   context_ = h.value128();
+  // GEMM1 does not read the SwiGLU parameters: its context leaves them at their defaults.
+  layer.swiglu = Swiglu{};
+  const std::string text1 = "gemm1 " + to_text(layer);
+  ContentHasher h1(kSeed);
+  h1.add_bytes(text1.data(), text1.size());
+  gemm1_context_ = h1.value128();
   // quantize2 conditions a bf16-activation row on the kernel's exposed activation row when the
   // exposure has the case's shape (oracles/stages/quantize2.cpp).
   const ActivationFormat af = c.recipe.quant.activations;
@@ -67,6 +84,14 @@ OracleRowKeys::OracleRowKeys(const Case& c, const Profile& p, const LayerResult*
 }
 
 OracleRowMemo::Key OracleRowKeys::key(int64_t token, int64_t slot, int32_t expert) {
+  return row_key(token, slot, expert, /*gemm1_only=*/false);
+}
+
+OracleRowMemo::Key OracleRowKeys::gemm1_key(int64_t token, int64_t slot, int32_t expert) {
+  return row_key(token, slot, expert, /*gemm1_only=*/true);
+}
+
+OracleRowMemo::Key OracleRowKeys::row_key(int64_t token, int64_t slot, int32_t expert, bool gemm1_only) {
   const size_t e = static_cast<size_t>(expert);
   if (!expert_hash_[e]) {
     ContentHasher h(kSeed);
@@ -80,7 +105,8 @@ OracleRowMemo::Key OracleRowKeys::key(int64_t token, int64_t slot, int32_t exper
   const ActivationFormat af = c_.recipe.quant.activations;
   const bool kernel_row = kernel_ != nullptr && slot >= 0;
   ContentHasher h(kSeed);
-  const uint64_t head[5] = {context_.low, context_.high, expert_hash_[e]->low, expert_hash_[e]->high,
+  const Hash128& context = gemm1_only ? gemm1_context_ : context_;
+  const uint64_t head[5] = {context.low, context.high, expert_hash_[e]->low, expert_hash_[e]->high,
                             static_cast<uint64_t>(slot >= 0)};
   h.add_bytes(head, sizeof head);
   h.add_bytes(c_.hidden.data() + token * H, static_cast<size_t>(H) * sizeof(uint16_t));
@@ -92,21 +118,23 @@ OracleRowMemo::Key OracleRowKeys::key(int64_t token, int64_t slot, int32_t exper
   };
   if (af == ActivationFormat::kNvfp4) {
     for (const std::optional<QuantizedRows>* q :
-         {kernel_row ? &kernel_->fc1_input : nullptr, kernel_row ? &kernel_->fc2_input : nullptr}) {
-      if (!tag(kernel_row && q->has_value())) continue;
+         {kernel_row ? &kernel_->fc1_input : nullptr,
+          kernel_row && !gemm1_only ? &kernel_->fc2_input : nullptr}) {
+      if (!tag(q != nullptr && q->has_value())) continue;
       const int64_t cols = (*q)->cols;
       h.add_bytes((*q)->packed.data() + slot * (cols / 2), static_cast<size_t>(cols / 2));
       h.add_bytes((*q)->scales.data() + slot * (cols / 16), static_cast<size_t>(cols / 16));
     }
   } else if (af == ActivationFormat::kFp8Group) {
     for (const std::optional<Fp8GroupQuantized>* q :
-         {kernel_row ? &kernel_->fc1_fp8 : nullptr, kernel_row ? &kernel_->fc2_fp8 : nullptr}) {
-      if (!tag(kernel_row && q->has_value())) continue;
+         {kernel_row ? &kernel_->fc1_fp8 : nullptr,
+          kernel_row && !gemm1_only ? &kernel_->fc2_fp8 : nullptr}) {
+      if (!tag(q != nullptr && q->has_value())) continue;
       const int64_t cols = (*q)->cols, groups = (*q)->groups_per_row();
       h.add_bytes((*q)->codes.data() + slot * cols, static_cast<size_t>(cols));
       h.add_bytes((*q)->scales.data() + slot * groups, static_cast<size_t>(groups) * sizeof(float));
     }
-  } else if (tag(kernel_row && activation_row_read_)) {
+  } else if (tag(kernel_row && activation_row_read_ && !gemm1_only)) {
     h.add_bytes(kernel_->activation->data() + slot * I, static_cast<size_t>(I) * sizeof(float));
   }
   const Hash128 k = h.value128();

@@ -16,7 +16,8 @@
 // memoized row is the fresh row, bit for bit; tests/properties/oracle_reuse_test.cpp shows it on a
 // sweep.
 //
-// Keys are 128-bit content hashes (core/content_hasher.h). A memo belongs to one profile
+// A row whose key misses may still find its GEMM1 intervals (find_gemm1): the activation and GEMM2
+// then run on them. Keys are 128-bit content hashes (core/content_hasher.h). A memo belongs to one profile
 // (evaluations under another ignore it) and holds at most `max_bytes` of rows (later rows are not
 // kept); CheckContext keeps one per base case.
 //
@@ -61,14 +62,23 @@ class OracleRowMemo {
   int64_t misses() const { return misses_; }
   int64_t bytes() const { return bytes_; }
 
+  // GEMM1 rows alone, for evaluations whose rows differ only after GEMM1 (PARAM's SwiGLU limit,
+  // GSCALE's rescaled down projection): the gate and up intervals [gate lo, hi][up lo, hi] (I each),
+  // then (when `intermediates`) the gemm1 stage row's expectation and bound (2I each). Keyed by what
+  // the quantize and gemm1 stages read (OracleRowKeys::gemm1_key); the same byte budget.
+  const Row* find_gemm1(const Key& k, bool need_intermediates);
+  void insert_gemm1(const Key& k, Row row);
+  int64_t gemm1_hits() const { return gemm1_hits_; }
+
  private:
   struct KeyHash {
     size_t operator()(const Key& k) const { return static_cast<size_t>(k.a); }
   };
   const Profile* profile_;
   int64_t max_bytes_;
-  int64_t bytes_ = 0, hits_ = 0, misses_ = 0;
-  std::unordered_map<Key, Row, KeyHash> rows_;
+  int64_t bytes_ = 0, hits_ = 0, misses_ = 0, gemm1_hits_ = 0;
+  std::unordered_map<Key, Row, KeyHash> rows_, gemm1_rows_;
+  void store(std::unordered_map<Key, Row, KeyHash>& map, const Key& k, Row row);
 };
 
 // The keys of one evaluation's rows: what reference_layer's stages read for row `er` of expert e.
@@ -77,11 +87,15 @@ class OracleRowKeys {
   // kernel: the run the evaluation is conditioned on (nullptr: none).
   OracleRowKeys(const Case& c, const Profile& p, const LayerResult* kernel);
   OracleRowMemo::Key key(int64_t token, int64_t slot, int32_t expert);
+  // What the quantize (FC1) and gemm1 stages read for the row: key() without the SwiGLU parameters,
+  // the FC2 exposures and the activation row.
+  OracleRowMemo::Key gemm1_key(int64_t token, int64_t slot, int32_t expert);
 
  private:
+  OracleRowMemo::Key row_key(int64_t token, int64_t slot, int32_t expert, bool gemm1_only);
   const Case& c_;
   const LayerResult* kernel_;
-  Hash128 context_;
+  Hash128 context_, gemm1_context_;
   std::vector<std::optional<Hash128>> expert_hash_;  // [E + shared], hashed when first needed
   bool activation_row_read_ = false;
 };

@@ -1,14 +1,14 @@
 // Oracle reuse (properties/oracle_reuse.h, CheckContext): wherever a metamorphic invariant takes the
 // base case's oracle evaluation instead of a fresh one, the two are the same bit for bit - every
 // stage's expected values and bounds, and the admissibility verdict. The same holds for the evaluations
-// of transformed cases (PERM, BATCH, SCALE1, GSCALE, PAD) that take rows from the context's row memo
-// (oracles/row_memo.h), and the light evaluations those cases get (route and output only) hold the
-// full evaluation's route and output stages bit for bit. (GSCALE's rescaled case as a whole is not the base
-// case's evaluation: its expected values are, but its GEMM1/activation/GEMM2/output bounds differ in the last
-// bits on ~1 case in 10 of this sweep; only the rows of the experts it did not rescale are reused.) A sweep
-// over generated cases of every routing mode the generators draw, small and medium shapes, on the `cpu`
-// kernel and mutants whose decisions differ from the ideal ones (there the fresh evaluation must be taken,
-// and is).
+// of transformed cases (PERM, BATCH, SCALE1, GSCALE, PAD, PARAM's SwiGLU limit) that take rows, or
+// their GEMM1 intervals alone, from the context's row memo (oracles/row_memo.h), and the light evaluations
+// those cases get (route and output only) hold the full evaluation's route and output stages bit for bit.
+// (GSCALE's rescaled case as a whole is not the base case's evaluation: its expected values are, but its
+// GEMM1/activation/GEMM2/output bounds differ in the last bits on ~1 case in 10 of this sweep; only the rows
+// of the experts it did not rescale are reused.) A sweep over generated cases of every routing mode the
+// generators draw, small and medium shapes, on the `cpu` kernel and mutants whose decisions differ from the
+// ideal ones (there the fresh evaluation must be taken, and is).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -82,6 +82,7 @@ LayerResult decisions_only(LayerResult r) {
 struct Counts {
   std::map<std::string, int64_t> reused, fresh;
   std::map<std::string, int64_t> rows_reused, evaluations;  // memo rows taken by transformed cases
+  std::map<std::string, int64_t> gemm1_reused;              // GEMM1 rows alone taken from the memo
 };
 
 void sweep_case(const Kernel& k, const Case& c, Counts& n, bool with_routing_only) {
@@ -133,6 +134,12 @@ void sweep_case(const Kernel& k, const Case& c, Counts& n, bool with_routing_onl
       if (ok) transformed.emplace_back(std::string("GSCALE ") + which, std::move(g));
     }
   transformed.emplace_back("PAD", pad_dims(c, (H / 128 + 1) * 128, (I / 128 + 1) * 128));
+  // PARAM's SwiGLU limit: every row differs after GEMM1, whose intervals come from the memo.
+  if (c.recipe.swiglu.limit > 1.0) {
+    Case limited = c;
+    limited.recipe.swiglu.limit = 1.0;
+    transformed.emplace_back("PARAM limit", std::move(limited));
+  }
   // Every other case also as a kernel that exposes no codes (the oracle covers every code a correct
   // quantizer could pick: dense flip magnitudes, several rows per call): routing decisions only.
   const bool routing_only = with_routing_only;
@@ -149,10 +156,11 @@ void sweep_case(const Kernel& k, const Case& c, Counts& n, bool with_routing_onl
   for (const auto& [name, tc] : transformed) {
     if (!k.supports(tc.recipe).empty()) continue;
     const LayerResult r = bare(ctx.run(tc));
-    const int64_t hits = ctx.row_memo().hits();
+    const int64_t hits = ctx.row_memo().hits(), gemm1_hits = ctx.row_memo().gemm1_hits();
     const std::shared_ptr<const OracleEvaluation> shared = ctx.evaluate(tc, r);
     const OracleEvaluation& through_memo = *shared;
     n.rows_reused[name] += ctx.row_memo().hits() - hits;
+    n.gemm1_reused[name] += ctx.row_memo().gemm1_hits() - gemm1_hits;
     ++n.evaluations[name];
     const std::string what = name + (routing_only ? " (routing only)" : "");
     const OracleEvaluation light = evaluate(tc, p, decisions_only(r), nullptr, OracleStages::kRouteAndOutput);
@@ -203,8 +211,10 @@ TEST(OracleReuse, MappedEvaluationsEqualFreshOnesBitForBit) {
   // have other dimensions and never can.
   for (const auto& [name, evaluations] : n.evaluations) {
     std::cout << name << ": " << evaluations << " evaluations, " << n.rows_reused[name]
-              << " rows from the memo\n";
-    if (name == "PAD") {
+              << " rows from the memo, " << n.gemm1_reused[name] << " GEMM1 rows alone\n";
+    if (name == "PARAM limit") {
+      EXPECT_GT(n.gemm1_reused[name], 2 * evaluations) << name << ": its GEMM1 rows come from the memo";
+    } else if (name == "PAD") {
       EXPECT_EQ(n.rows_reused[name], 0) << name;
     } else {
       EXPECT_GT(n.rows_reused[name], 2 * evaluations) << name << ": the sweep must exercise the row memo";
