@@ -14,6 +14,9 @@
 //  * conditioned (/M/conditioned, /M-fp8/conditioned): the `cpu-flashinfer` kernel (the CPU
 //    pipeline under the same profile) runs once outside the timed region and the oracle is
 //    conditioned on its LayerResult (its routing and its exposed FC1/FC2 codes), as a check does.
+//  * reused (/M/reused, /S/reused, NVFP4): conditioned, with every row already in the row memo
+//    (oracles/row_memo.h), as the evaluations of PERM's, BATCH's and SCALE1's transformed runs find
+//    them: what an evaluation costs beyond its rows (routing, keys, the combine).
 // BM_OracleLayerFp8VsNvfp4/* run the two formats alternately in one loop (the comparison to read on a
 // shared machine); the others time one format each.
 #include <benchmark/benchmark.h>
@@ -75,8 +78,7 @@ void set_counters(benchmark::State& state, Shape shape) {
                          benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
 }
 
-// reused: every row is already in the evaluation's row memo (oracles/row_memo.h), as for the
-// transformed cases of PERM, BATCH, SCALE1 and WEIGHT1: what an evaluation costs beyond its rows.
+// reused: every row is already in the evaluation's row memo (see the header).
 void run(benchmark::State& state, Shape shape, bool fp8, bool conditioned, bool reused = false) {
   Case c;
   LayerResult kernel;

@@ -32,23 +32,28 @@ bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
          (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0);
 }
 
+void expect_same_admissibility(const OracleEvaluation& a, const OracleEvaluation& b) {
+  EXPECT_EQ(a.admissibility.outcome, b.admissibility.outcome);
+  EXPECT_EQ(a.admissibility.invariant, b.admissibility.invariant);
+  EXPECT_EQ(a.admissibility.stage, b.admissibility.stage);
+  EXPECT_EQ(a.admissibility.message, b.admissibility.message);
+}
+
+void expect_same_stage(const StageExpectation& a, const StageExpectation& b) {
+  EXPECT_EQ(a.stage, b.stage);
+  EXPECT_EQ(a.rows, b.rows);
+  EXPECT_EQ(a.cols, b.cols);
+  EXPECT_TRUE(same_bits(a.expected, b.expected)) << a.stage << ": expected values differ";
+  EXPECT_TRUE(same_bits(a.bound, b.bound)) << a.stage << ": bounds differ";
+}
+
 // Equal bit for bit: admissibility (outcome, rule, stage, message) and every stage.
 void expect_identical(const OracleEvaluation& mapped, const OracleEvaluation& fresh,
                       const std::string& what) {
   SCOPED_TRACE(what);
-  EXPECT_EQ(mapped.admissibility.outcome, fresh.admissibility.outcome);
-  EXPECT_EQ(mapped.admissibility.invariant, fresh.admissibility.invariant);
-  EXPECT_EQ(mapped.admissibility.stage, fresh.admissibility.stage);
-  EXPECT_EQ(mapped.admissibility.message, fresh.admissibility.message);
+  expect_same_admissibility(mapped, fresh);
   ASSERT_EQ(mapped.stages.size(), fresh.stages.size());
-  for (size_t i = 0; i < mapped.stages.size(); ++i) {
-    const StageExpectation &a = mapped.stages[i], &b = fresh.stages[i];
-    EXPECT_EQ(a.stage, b.stage);
-    EXPECT_EQ(a.rows, b.rows);
-    EXPECT_EQ(a.cols, b.cols);
-    EXPECT_TRUE(same_bits(a.expected, b.expected)) << a.stage << ": expected values differ";
-    EXPECT_TRUE(same_bits(a.bound, b.bound)) << a.stage << ": bounds differ";
-  }
+  for (size_t i = 0; i < mapped.stages.size(); ++i) expect_same_stage(mapped.stages[i], fresh.stages[i]);
 }
 
 // A light evaluation (route and output only, OracleStages::kRouteAndOutput, what CheckContext::evaluate
@@ -57,18 +62,12 @@ void expect_identical(const OracleEvaluation& mapped, const OracleEvaluation& fr
 void expect_identical_stages_held(const OracleEvaluation& light, const OracleEvaluation& full,
                                   const std::string& what) {
   SCOPED_TRACE(what);
-  EXPECT_EQ(light.admissibility.outcome, full.admissibility.outcome);
-  EXPECT_EQ(light.admissibility.invariant, full.admissibility.invariant);
-  EXPECT_EQ(light.admissibility.stage, full.admissibility.stage);
-  EXPECT_EQ(light.admissibility.message, full.admissibility.message);
+  expect_same_admissibility(light, full);
   if (light.admissibility.passed()) EXPECT_NE(light.stage("output"), nullptr);
   for (const StageExpectation& a : light.stages) {
     const StageExpectation* b = full.stage(a.stage);
     ASSERT_NE(b, nullptr) << a.stage;
-    EXPECT_EQ(a.rows, b->rows);
-    EXPECT_EQ(a.cols, b->cols);
-    EXPECT_TRUE(same_bits(a.expected, b->expected)) << a.stage << ": expected values differ";
-    EXPECT_TRUE(same_bits(a.bound, b->bound)) << a.stage << ": bounds differ";
+    expect_same_stage(a, *b);
   }
 }
 
