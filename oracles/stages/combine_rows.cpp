@@ -76,20 +76,23 @@ __attribute__((target("avx2"))) inline __m128i narrow_mask(__m256d m) {
   return _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(m), idx));
 }
 
-// float_down (down = true) or float_up of four doubles (oracles/bounds.h): RN to float, then one step
-// toward -inf (+inf) where the float lies above (below) the double; a zero steps to -+2^-149.
-__attribute__((target("avx2"))) inline __m128i outward_float_bits(__m256d x, bool down) {
+// float_down (kDown) or float_up of four doubles (oracles/bounds.h): RN to float, then one step
+// toward -inf (+inf) where the float lies above (below) the double; a zero steps to -+2^-149. A
+// template: the comparison predicate must be a constant (clang requires it).
+template <bool kDown>
+__attribute__((target("avx2"))) inline __m128i outward_float_bits(__m256d x) {
   const __m128 f = _mm256_cvtpd_ps(x);
   const __m256d back = _mm256_cvtps_pd(f);
-  const __m128i step = narrow_mask(_mm256_cmp_pd(back, x, down ? _CMP_GT_OQ : _CMP_LT_OQ));
+  const __m128i step = narrow_mask(_mm256_cmp_pd(back, x, kDown ? _CMP_GT_OQ : _CMP_LT_OQ));
   const __m128i bits = _mm_castps_si128(f);
   const __m128i zero = _mm_castps_si128(_mm_cmpeq_ps(f, _mm_setzero_ps()));
   const __m128i positive = _mm_castps_si128(_mm_cmpgt_ps(f, _mm_setzero_ps()));
   const __m128i one = _mm_set1_epi32(1);
   // Down: positive b - 1, negative b + 1; up: the reverse.
-  const __m128i toward = down ? _mm_blendv_epi8(_mm_add_epi32(bits, one), _mm_sub_epi32(bits, one), positive)
-                              : _mm_blendv_epi8(_mm_sub_epi32(bits, one), _mm_add_epi32(bits, one), positive);
-  const __m128i tiny = _mm_castps_si128(_mm_set1_ps(down ? -0x1p-149f : 0x1p-149f));
+  const __m128i toward = kDown
+                             ? _mm_blendv_epi8(_mm_add_epi32(bits, one), _mm_sub_epi32(bits, one), positive)
+                             : _mm_blendv_epi8(_mm_sub_epi32(bits, one), _mm_add_epi32(bits, one), positive);
+  const __m128i tiny = _mm_castps_si128(_mm_set1_ps(kDown ? -0x1p-149f : 0x1p-149f));
   const __m128i stepped = _mm_blendv_epi8(toward, tiny, zero);
   return _mm_blendv_epi8(bits, stepped, step);
 }
@@ -126,8 +129,8 @@ __attribute__((target("avx2"))) void accumulate_avx2(double w, const double* ylo
     plo = _mm256_sub_pd(_mm256_sub_pd(plo, widen), floor);
     phi = _mm256_add_pd(_mm256_add_pd(phi, widen), floor);
     if (bf16_products) {
-      plo = round_bits_to_bf16(outward_float_bits(plo, /*down=*/true));
-      phi = round_bits_to_bf16(outward_float_bits(phi, /*down=*/false));
+      plo = round_bits_to_bf16(outward_float_bits</*kDown=*/true>(plo));
+      phi = round_bits_to_bf16(outward_float_bits</*kDown=*/false>(phi));
     }
     const __m256d old_lo = _mm256_loadu_pd(alo + o), old_hi = _mm256_loadu_pd(ahi + o),
                   old_mag = _mm256_loadu_pd(amag + o), old_peak = _mm256_loadu_pd(apeak + o);
@@ -169,8 +172,8 @@ __attribute__((target("avx2"))) void finish_avx2(const CombineAccumulators& acc,
       peak = std_max(peak, _mm256_add_pd(_mm256_mul_pd(m, peak_scale), floor));
     }
     if (f.bf16_output) {
-      lo = round_bits_to_bf16(outward_float_bits(lo, /*down=*/true));
-      hi = round_bits_to_bf16(outward_float_bits(hi, /*down=*/false));
+      lo = round_bits_to_bf16(outward_float_bits</*kDown=*/true>(lo));
+      hi = round_bits_to_bf16(outward_float_bits</*kDown=*/false>(hi));
     }
     // store(): NaN / +inf where a NaN reached the column, an intermediate may pass bf16's largest
     // finite value (!(peak < max): NaN peaks included), or an end is NaN.
