@@ -139,8 +139,8 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
   if (memo != nullptr) keys.emplace(c, p, kernel);
 
   // The FC1 quantization and GEMM1 of one expert's rows, each row's GEMM1 intervals (and gemm1 stage
-  // row) taken from the memo where an earlier evaluation computed them (PARAM's SwiGLU limit and
-  // GSCALE's rescaled down projection change only what follows): those rows were admitted then.
+  // row) taken from the memo where an earlier evaluation computed them (PARAM's SwiGLU limit changes
+  // only what follows): those rows were admitted then.
   struct Gemm1Result {
     Verdict admissibility = Verdict::pass("ORACLE", "admissibility");
     Gemm1Rows rows;

@@ -62,8 +62,9 @@ class OracleRowMemo {
   int64_t misses() const { return misses_; }
   int64_t bytes() const { return bytes_; }
 
-  // GEMM1 rows alone, for evaluations whose rows differ only after GEMM1 (PARAM's SwiGLU limit,
-  // GSCALE's rescaled down projection): the gate and up intervals [gate lo, hi][up lo, hi] (I each),
+  // GEMM1 rows alone, for evaluations whose rows differ only after GEMM1 (PARAM's SwiGLU limit; the key
+  // holds the whole expert's content, so not GSCALE's rescaled down projection): the gate and up
+  // intervals [gate lo, hi][up lo, hi] (I each),
   // then (when `intermediates`) the gemm1 stage row's expectation and bound (2I each). Keyed by what
   // the quantize and gemm1 stages read (OracleRowKeys::gemm1_key); the same byte budget.
   const Row* find_gemm1(const Key& k, bool need_intermediates);
