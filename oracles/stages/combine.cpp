@@ -53,13 +53,12 @@ StageExpectation combine(const Case& c, const Profile& p, std::span<const Expand
                                .bf16_output = p.bf16_output};
     const auto& sr = shared_rows[static_cast<size_t>(t)];
     if (sr.empty()) {
-      finish_routed_columns(acc, finish, out.expected.data() + t * H, out.bound.data() + t * H);
+      finish_routed_columns(acc, finish, out, t);
       continue;
     }
     for (int64_t o = 0; o < H; ++o) {
-      Interval s;
       double peak;
-      routed_output(acc, o, finish, &s.lo, &s.hi, &peak);
+      Interval s = routed_output(acc, o, finish, &peak);
       bool nan = acc.nan[static_cast<size_t>(o)] != 0;
       // The separate shared MLPs form their own output tensor (SGLang/vLLM: `shared_output`, in the
       // model dtype) that is added to the routed output afterwards (recipe.h, kSeparate). With

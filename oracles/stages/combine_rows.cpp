@@ -28,14 +28,14 @@ void CombineAccumulators::reset() {
 
 namespace {
 
-// stage_types.h store() for one element.
-void store_column(Interval x, double* expected, double* bound) {
-  if (is_nan(x)) {
-    *expected = kNaN;
-    *bound = kInf;
-  } else {
-    *expected = x.center();
-    *bound = x.radius();
+// Columns [begin, end) of the scalar finish (the reference), stored in row `row` of `out`.
+void finish_scalar(const CombineAccumulators& acc, const CombineFinish& f, StageExpectation& out, int64_t row,
+                   int64_t begin, int64_t end) {
+  for (int64_t o = begin; o < end; ++o) {
+    double peak;
+    const Interval s = routed_output(acc, o, f, &peak);
+    const bool unknown = acc.nan[static_cast<size_t>(o)] != 0 || !(peak < kBf16Max);
+    store(&out, row, o, unknown ? Interval{kNaN, kNaN} : s);
   }
 }
 
@@ -146,8 +146,10 @@ __attribute__((target("avx2"))) void accumulate_avx2(double w, const double* ylo
 }
 
 __attribute__((target("avx2"))) void finish_avx2(const CombineAccumulators& acc, const CombineFinish& f,
-                                                 double* expected, double* bound) {
+                                                 StageExpectation& out, int64_t row) {
   const int64_t H = acc.cols(), H4 = H / 4 * 4;
+  double* expected = out.expected.data() + row * out.cols;
+  double* bound = out.bound.data() + row * out.cols;
   const __m256d gamma = _mm256_set1_pd(f.gamma), floor_n = _mm256_set1_pd(f.floor_n),
                 rsf = _mm256_set1_pd(static_cast<double>(f.rsf)), unit = _mm256_set1_pd(kFp32Unit),
                 floor = _mm256_set1_pd(kUnderflowFloor), peak_scale = _mm256_set1_pd(1 + kFp32Unit),
@@ -193,18 +195,12 @@ __attribute__((target("avx2"))) void finish_avx2(const CombineAccumulators& acc,
     _mm256_storeu_pd(expected + o, _mm256_blendv_pd(center, nan_v, unknown));
     _mm256_storeu_pd(bound + o, _mm256_blendv_pd(radius, inf_v, unknown));
   }
-  for (int64_t o = H4; o < H; ++o) {
-    double lo, hi, peak;
-    routed_output(acc, o, f, &lo, &hi, &peak);
-    const bool unknown = acc.nan[static_cast<size_t>(o)] != 0 || !(peak < kBf16Max);
-    store_column(unknown ? Interval{kNaN, kNaN} : Interval{lo, hi}, expected + o, bound + o);
-  }
+  finish_scalar(acc, f, out, row, H4, H);
 }
 
 }  // namespace
 
-void routed_output(const CombineAccumulators& acc, int64_t o, const CombineFinish& f, double* lo_out,
-                   double* hi_out, double* peak_out) {
+Interval routed_output(const CombineAccumulators& acc, int64_t o, const CombineFinish& f, double* peak_out) {
   const size_t i = static_cast<size_t>(o);
   const double lo = acc.lo[i], hi = acc.hi[i], mag = acc.mag[i];
   const double acc_err = f.gamma * mag;
@@ -217,27 +213,21 @@ void routed_output(const CombineAccumulators& acc, int64_t o, const CombineFinis
     peak = std::max(peak, m * (1 + kFp32Unit) + kUnderflowFloor);
   }
   if (f.bf16_output) s = round_to_bf16(s);
-  *lo_out = s.lo;
-  *hi_out = s.hi;
   *peak_out = peak;
+  return s;
 }
 
-void finish_routed_columns_scalar(const CombineAccumulators& acc, const CombineFinish& f, double* expected,
-                                  double* bound) {
-  for (int64_t o = 0; o < acc.cols(); ++o) {
-    double lo, hi, peak;
-    routed_output(acc, o, f, &lo, &hi, &peak);
-    const bool unknown = acc.nan[static_cast<size_t>(o)] != 0 || !(peak < kBf16Max);
-    store_column(unknown ? Interval{kNaN, kNaN} : Interval{lo, hi}, expected + o, bound + o);
-  }
+void finish_routed_columns_scalar(const CombineAccumulators& acc, const CombineFinish& f,
+                                  StageExpectation& out, int64_t row) {
+  finish_scalar(acc, f, out, row, 0, acc.cols());
 }
 
-void finish_routed_columns(const CombineAccumulators& acc, const CombineFinish& f, double* expected,
-                           double* bound) {
+void finish_routed_columns(const CombineAccumulators& acc, const CombineFinish& f, StageExpectation& out,
+                           int64_t row) {
   if (combine_rows_use_avx2())
-    finish_avx2(acc, f, expected, bound);
+    finish_avx2(acc, f, out, row);
   else
-    finish_routed_columns_scalar(acc, f, expected, bound);
+    finish_routed_columns_scalar(acc, f, out, row);
 }
 
 bool combine_rows_use_avx2() {

@@ -11,10 +11,12 @@
 //   moefuzz::stages::CombineAccumulators acc(H);
 //   acc.reset();
 //   for (int64_t r : token_rows)
-//     moefuzz::stages::accumulate_weighted_row(weight[r], y.lo.data() + r * H, y.hi.data() + r * H,
-//                                               bf16_products, acc);
+//     moefuzz::stages::accumulate_weighted_row(weight[r], y.lo_row(r), y.hi_row(r), bf16_products, acc);
+//   moefuzz::stages::finish_routed_columns(acc, finish, out, t);   // out: the "output" stage [T, H]
 #include <cstdint>
 #include <vector>
+
+#include "oracles/stages/stage_types.h"
 
 namespace moefuzz::stages {
 
@@ -49,18 +51,17 @@ struct CombineFinish {
   float rsf = 1.0f;
   bool bf16_output = false;
 };
-// Column o's routed output interval *s and the largest magnitude *peak any intermediate may take,
+// Column o's routed output interval, and in *peak the largest magnitude any intermediate may take,
 // from the accumulators (NaN columns are the caller's: acc.nan).
-void routed_output(const CombineAccumulators& acc, int64_t o, const CombineFinish& f, double* lo, double* hi,
-                   double* peak);
-// For a token without shared experts: every column's expectation and bound as the stage stores them
-// (stage_types.h store: NaN and +inf where a NaN reached it or an intermediate may pass bf16's largest
-// finite value). AVX2 where the CPU has it.
-void finish_routed_columns(const CombineAccumulators& acc, const CombineFinish& f, double* expected,
-                           double* bound);
+Interval routed_output(const CombineAccumulators& acc, int64_t o, const CombineFinish& f, double* peak);
+// For a token without shared experts: every column of row `row` of `out` ([T, cols]) as store()
+// (stage_types.h) records it: NaN and +inf where a NaN reached the column or an intermediate may pass
+// bf16's largest finite value. AVX2 where the CPU has it.
+void finish_routed_columns(const CombineAccumulators& acc, const CombineFinish& f, StageExpectation& out,
+                           int64_t row);
 // The scalar loop alone.
-void finish_routed_columns_scalar(const CombineAccumulators& acc, const CombineFinish& f, double* expected,
-                                  double* bound);
+void finish_routed_columns_scalar(const CombineAccumulators& acc, const CombineFinish& f,
+                                  StageExpectation& out, int64_t row);
 // Whether accumulate_weighted_row takes the AVX2 path on this CPU.
 bool combine_rows_use_avx2();
 

@@ -2,7 +2,6 @@
 #include "oracles/stages/quantize.h"
 
 #include <algorithm>
-
 #include <string>
 
 #include "core/bf16.h"
