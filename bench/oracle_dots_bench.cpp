@@ -2,7 +2,8 @@
 // the GPU"): 64 experts of 16 rows each (T 128 x k 8 / E 64), every row against the expert's gate and
 // up rows (K = H = 2048, 2 x 1024 rows) and its down rows (K = I = 1024, 2048 rows): 6.44 G
 // multiply-adds. /cpu: exact_dot_rows on one core (the tiling of oracles/stages/gemm1.cpp);
-// /gpu: oracles/gpu/gpu_exact_dots.h, one call per expert and GEMM (uploads and downloads included).
+// /gpu: oracles/gpu/gpu_exact_dots.h, one call per expert and GEMM (uploads and downloads included);
+// /gpu/resident: the same with the weights kept on the device between calls (named by content).
 #include <benchmark/benchmark.h>
 
 #include <memory>
@@ -71,7 +72,7 @@ void BM_OracleDotsCpu(benchmark::State& state) {
 }
 BENCHMARK(BM_OracleDotsCpu)->Name("BM_OracleDots/M/cpu")->Unit(benchmark::kMillisecond)->Iterations(2);
 
-void BM_OracleDotsGpu(benchmark::State& state) {
+void run_gpu_dots(benchmark::State& state, bool resident) {
   std::string why;
   if (!gpu::gpu_exact_dots_available(&why)) {
     state.SkipWithError(("no CUDA GPU: " + why).c_str());
@@ -81,12 +82,20 @@ void BM_OracleDotsGpu(benchmark::State& state) {
   }
   const std::shared_ptr<ExactDotDevice> dev = gpu::make_gpu_exact_dots();
   const std::vector<ExpertSetup> ex = experts();
-  std::vector<ExactDot> out1(static_cast<size_t>(kRows * 2 * kInter)),
+  std::vector<RoundedDot> out1(static_cast<size_t>(kRows * 2 * kInter)),
       out2(static_cast<size_t>(kRows * kHidden));
+  // /resident names each matrix by content, so the device keeps it (as the oracle's GEMM stages do for
+  // a case's experts); the plain run uploads every matrix on every call.
+  const auto named = [&](const Nvfp4Matrix& m, size_t e, uint64_t which) {
+    DeviceWeights w{.matrix = &m};
+    if (resident) w.content = Hash128{static_cast<uint64_t>(e), which};
+    return w;
+  };
   const auto all = [&] {
-    for (const ExpertSetup& e : ex) {
-      const Nvfp4Matrix* const w1[2] = {&e.gate, &e.up};
-      const Nvfp4Matrix* const w2[1] = {&e.down};
+    for (size_t i = 0; i < ex.size(); ++i) {
+      const ExpertSetup& e = ex[i];
+      const DeviceWeights w1[2] = {named(e.gate, i, 0), named(e.up, i, 1)};
+      const DeviceWeights w2[1] = {named(e.down, i, 2)};
       dev->dots(e.x1, kRows, w1, out1.data());
       dev->dots(e.x2, kRows, w2, out2.data());
     }
@@ -99,7 +108,13 @@ void BM_OracleDotsGpu(benchmark::State& state) {
   }
   set_macs(state);
 }
+void BM_OracleDotsGpu(benchmark::State& state) { run_gpu_dots(state, false); }
+void BM_OracleDotsGpuResident(benchmark::State& state) { run_gpu_dots(state, true); }
 BENCHMARK(BM_OracleDotsGpu)->Name("BM_OracleDots/M/gpu")->Unit(benchmark::kMillisecond)->Iterations(10);
+BENCHMARK(BM_OracleDotsGpuResident)
+    ->Name("BM_OracleDots/M/gpu/resident")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(10);
 
 }  // namespace
 }  // namespace moefuzz

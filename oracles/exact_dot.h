@@ -85,6 +85,14 @@ struct ExactDot {
   double abs_value() const;  // abs_sum * 2^-20, rounded up (never below the exact magnitude)
 };
 
+// A dot as the GEMM bounds read it: its ExactDot's value() and abs_value(), both NaN when an operand
+// row had a NaN scale. What a dot device returns (oracles/exact_dot_device.h): 16 bytes a dot.
+struct RoundedDot {
+  double value = 0;
+  double abs_value = 0;
+  static RoundedDot of(const ExactDot& d) { return {d.value(), d.abs_value()}; }
+};
+
 // Exact dot of row ra of `a` with row rw of `w` (same cols).
 ExactDot exact_dot(const DecodedNvfp4& a, int64_t ra, const DecodedNvfp4& w, int64_t rw);
 

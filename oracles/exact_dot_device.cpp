@@ -3,6 +3,8 @@
 #include <atomic>
 #include <utility>
 
+#include "core/expert_fingerprint.h"
+
 namespace moefuzz {
 namespace {
 
@@ -20,6 +22,14 @@ struct ThreadOverride {
 thread_local ThreadOverride t_override;
 
 }  // namespace
+
+Hash128 weight_content_key(const SharedVector<ExpertWeights>& experts, size_t e, int which) {
+  const Hash128 expert = expert_content_hash(experts, e);
+  const uint64_t words[3] = {expert.low, expert.high, static_cast<uint64_t>(which)};
+  ContentHasher h;
+  h.add_bytes(words, sizeof words);
+  return h.value128();
+}
 
 void set_exact_dot_device(std::shared_ptr<ExactDotDevice> device) {
   g_device.store(device.get());

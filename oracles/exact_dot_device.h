@@ -12,24 +12,39 @@
 //     const moefuzz::OracleEvaluation ev = moefuzz::evaluate(c, p, result); }
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
+#include "core/case.h"
+#include "core/content_hasher.h"
 #include "core/nvfp4.h"
+#include "core/shared_vector.h"
 #include "oracles/exact_dot.h"
 
 namespace moefuzz {
+
+// One weight matrix of a dots() call. `content`, when set, names the matrix's bytes (weight_content_key):
+// the device may keep a copy under it and skip the upload when a later call names the same content.
+struct DeviceWeights {
+  const Nvfp4Matrix* matrix = nullptr;
+  std::optional<Hash128> content;
+};
+
+// The content key of one NVFP4 matrix of expert e ("which": 0 gate, 1 up, 2 down), from the expert's
+// remembered content hash (core/expert_fingerprint.h: hashed once while the expert cannot change).
+Hash128 weight_content_key(const SharedVector<ExpertWeights>& experts, size_t e, int which);
 
 class ExactDotDevice {
  public:
   virtual ~ExactDotDevice() = default;
   virtual std::string name() const = 0;
-  // Rows [0, rows) of `a` against every row of each matrix of `weights` (each weights[m]->cols ==
-  // a.cols()). `out` holds the results matrix after matrix, each block [rows][weights[m]->rows]
-  // (sum_m rows * weights[m]->rows entries); every entry equals exact_dot_rows' bit for bit (sum,
-  // abs_sum, nan). Throws ToolError (core/errors.h) on a device failure: moefuzz's own, never the kernel's.
-  virtual void dots(const DecodedNvfp4& a, int64_t rows, std::span<const Nvfp4Matrix* const> weights,
-                    ExactDot* out) = 0;
+  // Rows [0, rows) of `a` against every row of each matrix of `weights` (each matrix's cols ==
+  // a.cols()). `out` holds the results matrix after matrix, each block [rows][matrix rows]
+  // (sum_m rows * matrix rows entries); every entry equals RoundedDot::of(exact_dot_rows(...)) bit for
+  // bit. Throws ToolError (core/errors.h) on a device failure: moefuzz's own, never the kernel's.
+  virtual void dots(const DecodedNvfp4& a, int64_t rows, std::span<const DeviceWeights> weights,
+                    RoundedDot* out) = 0;
 };
 
 // Process-wide device (nullptr: CPU). Set before any evaluation starts (the CLI sets it at start).

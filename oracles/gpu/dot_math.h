@@ -21,7 +21,10 @@
 //   moefuzz::gpu::DotTotals t = moefuzz::gpu::exact_block_dots(a_codes, a_scales, w_packed, w_scales,
 //   blocks);
 //   // t.sum == exact_dot_rows(...).sum, t.abs_sum == ....abs_sum (NaN flags are set by the caller)
+//   double v = moefuzz::gpu::dot_value(t.sum);          // == ExactDot::value()
+//   double m = moefuzz::gpu::dot_abs_value(t.abs_sum);  // == ExactDot::abs_value()
 #include <cstdint>
+#include <cstring>
 
 #if defined(__CUDACC__)
 #define MOEFUZZ_HOST_DEVICE __host__ __device__ __forceinline__
@@ -153,6 +156,56 @@ MOEFUZZ_HOST_DEVICE DotTotals exact_block_dots(const int8_t* a_codes, const int3
   t.sum += lane;
   t.abs_sum += lane_abs;
   return t;
+}
+
+// Index of the highest set bit of a nonzero 64-bit word.
+MOEFUZZ_HOST_DEVICE int highest_bit(uint64_t x) {
+#if defined(__CUDA_ARCH__)
+  return 63 - __clzll(static_cast<long long>(x));
+#else
+  return 63 - __builtin_clzll(x);
+#endif
+}
+
+// 2^e for 0 <= e <= 1023, built from its bits.
+MOEFUZZ_HOST_DEVICE double power_of_two(int e) {
+  const uint64_t bits = static_cast<uint64_t>(e + 1023) << 52;
+  double d;
+  memcpy(&d, &bits, sizeof d);
+  return d;
+}
+
+// A nonnegative 128-bit integer as a double: rounded to nearest (ties to even), or up (the least double
+// not below it). Integer steps and one exact multiply, so host and device give the same bits; the CPU
+// oracle's conversions (the compiler's __int128 -> double, exact_dot.cpp's int128_to_double_up) are the
+// reference tests/oracles/gpu_dot_math_test.cpp holds these to.
+MOEFUZZ_HOST_DEVICE double magnitude_to_double(unsigned __int128 m, bool round_up) {
+  const uint64_t high = static_cast<uint64_t>(m >> 64), low = static_cast<uint64_t>(m);
+  if (high == 0 && low < (uint64_t{1} << 53)) return static_cast<double>(low);  // exact
+  const int bits = high != 0 ? 65 + highest_bit(high) : 1 + highest_bit(low);
+  const int shift = bits - 53;  // 1 .. 75
+  uint64_t mantissa = static_cast<uint64_t>(m >> shift);
+  const unsigned __int128 rest = m - (static_cast<unsigned __int128>(mantissa) << shift);
+  const unsigned __int128 half = static_cast<unsigned __int128>(1) << (shift - 1);
+  const bool bump = round_up ? rest != 0 : (rest > half || (rest == half && (mantissa & 1) != 0));
+  mantissa += bump ? 1 : 0;  // 2^53 at most: still exact in a double
+  return static_cast<double>(mantissa) * power_of_two(shift);
+}
+
+// ExactDot::value(): the exact dot x 2^20 rounded once to nearest, times 2^-20 (exact: a nonzero
+// integer times 2^-20 is a normal double).
+MOEFUZZ_HOST_DEVICE double dot_value(__int128 sum) {
+  const bool negative = sum < 0;
+  const unsigned __int128 m = negative
+                                  ? static_cast<unsigned __int128>(0) - static_cast<unsigned __int128>(sum)
+                                  : static_cast<unsigned __int128>(sum);
+  const double d = magnitude_to_double(m, false) * 0x1p-20;
+  return negative ? -d : d;
+}
+
+// ExactDot::abs_value(): the magnitude sum (nonnegative) rounded up, times 2^-20.
+MOEFUZZ_HOST_DEVICE double dot_abs_value(__int128 abs_sum) {
+  return magnitude_to_double(static_cast<unsigned __int128>(abs_sum), true) * 0x1p-20;
 }
 
 }  // namespace moefuzz::gpu

@@ -1,11 +1,18 @@
 // The GPU exact-dot device (oracles/gpu/gpu_exact_dots.h). One warp per (weight row, activation row)
 // pair, activation rows fastest (neighbouring warps share a weight row through the caches), the
-// blocks of the dot spread over the lanes. The arithmetic is oracles/gpu/dot_math.h, the code the CPU unit
-// test runs against exact_dot_rows.
+// blocks of the dot spread over the lanes; each dot comes back rounded (RoundedDot, 16 bytes). The
+// arithmetic, the rounding included, is oracles/gpu/dot_math.h, the code the CPU unit test runs
+// against exact_dot_rows.
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <list>
 #include <map>
+#include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "core/cuda_in_process.h"
@@ -41,20 +48,130 @@ class DeviceBuffer {
     }
     return ptr_;
   }
+  void* get() const { return ptr_; }
 
  private:
   void* ptr_ = nullptr;
   size_t size_ = 0;
 };
 
-// One thread's buffers and stream on one CUDA device.
+// A pinned host allocation that only grows: the results come back through it at full bus speed.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() {
+    if (ptr_ != nullptr) cudaFreeHost(ptr_);
+  }
+  void* reserve(size_t bytes) {
+    if (bytes > size_) {
+      if (ptr_ != nullptr) check(cudaFreeHost(ptr_), "cudaFreeHost");
+      ptr_ = nullptr;
+      size_ = 0;
+      check(cudaMallocHost(&ptr_, bytes), "cudaMallocHost");
+      size_ = bytes;
+    }
+    return ptr_;
+  }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t size_ = 0;
+};
+
+struct ContentKeyHash {
+  size_t operator()(const Hash128& k) const {
+    return static_cast<size_t>(k.low ^ (k.high * 0x9E3779B97F4A7C15ull));
+  }
+};
+
+// Device copies of weight matrices kept between calls, found by content (DeviceWeights::content):
+// a check evaluates a case and ~20 transforms of it, which share most experts, so each expert's ~3 MB
+// (at M) go up once per case instead of once per evaluation. Least recently used copies are freed
+// first; copies named by the current call are never freed by it. Every call ends with a stream
+// synchronization, so a copy freed at the next call's upload has no reads pending.
+class ResidentWeights {
+ public:
+  explicit ResidentWeights(size_t capacity) : capacity_(capacity) {}
+  ResidentWeights(const ResidentWeights&) = delete;
+  ResidentWeights& operator=(const ResidentWeights&) = delete;
+  ~ResidentWeights() {
+    for (auto& [key, copy] : copies_) cudaFree(copy.data);  // errors at teardown are ignored
+  }
+
+  // The copy's device address ([packed bytes][scale bytes]), or nullptr.
+  const uint8_t* find(const Hash128& key, uint64_t call) {
+    const auto it = copies_.find(key);
+    if (it == copies_.end()) return nullptr;
+    it->second.call = call;
+    lru_.splice(lru_.begin(), lru_, it->second.position);
+    return it->second.data;
+  }
+
+  // Uploads `m` as the copy under `key`; nullptr when it cannot be kept (too large, or no room without
+  // freeing a copy this call reads): the caller uploads it to scratch memory instead.
+  const uint8_t* upload(const Hash128& key, const Nvfp4Matrix& m, uint64_t call, cudaStream_t stream) {
+    const size_t packed = m.packed.size(), bytes = packed + m.scales.size();
+    if (bytes > capacity_ / 4) return nullptr;
+    while (held_ + bytes > capacity_) {
+      if (lru_.empty() || copies_.at(lru_.back()).call == call) return nullptr;
+      drop(lru_.back(), stream);
+    }
+    uint8_t* data = nullptr;
+    // Stream-ordered: neither this nor drop()'s free waits for the other threads' work on the device.
+    const cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(&data), bytes, stream);
+    if (e == cudaErrorMemoryAllocation) {
+      (void)cudaGetLastError();  // not sticky: clear it and use scratch memory
+      return nullptr;
+    }
+    check(e, "cudaMallocAsync of a resident weight copy");
+    check(cudaMemcpyAsync(data, m.packed.data(), packed, cudaMemcpyHostToDevice, stream),
+          "upload of weight codes");
+    check(cudaMemcpyAsync(data + packed, m.scales.data(), m.scales.size(), cudaMemcpyHostToDevice, stream),
+          "upload of weight scales");
+    lru_.push_front(key);
+    copies_[key] = Copy{data, bytes, call, lru_.begin()};
+    held_ += bytes;
+    return data;
+  }
+
+ private:
+  struct Copy {
+    uint8_t* data = nullptr;
+    size_t bytes = 0;
+    uint64_t call = 0;  // the last call that named it
+    std::list<Hash128>::iterator position;
+  };
+  void drop(const Hash128& key, cudaStream_t stream) {
+    const auto it = copies_.find(key);
+    check(cudaFreeAsync(it->second.data, stream), "cudaFreeAsync of a resident weight copy");
+    held_ -= it->second.bytes;
+    lru_.erase(it->second.position);
+    copies_.erase(it);
+  }
+
+  size_t capacity_, held_ = 0;
+  std::list<Hash128> lru_;  // most recently used first
+  std::unordered_map<Hash128, Copy, ContentKeyHash> copies_;
+};
+
+// One thread's buffers, stream and resident weights on one CUDA device.
 struct ThreadState {
   cudaStream_t stream = nullptr;
-  DeviceBuffer a_codes, a_scales, a_nan, w_packed, w_scales, sum, abs_sum, nan;
-  std::vector<__int128> host_sum, host_abs;
-  std::vector<uint8_t> host_nan, host_a_nan;
-  ThreadState() { check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate"); }
+  DeviceBuffer a_codes, a_scales, a_nan, w_scratch, results;
+  PinnedBuffer host_results;
+  std::vector<uint8_t> host_a_nan;
+  std::unique_ptr<ResidentWeights> resident;
+  uint64_t calls = 0;
+  ThreadState() {
+    check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+    size_t free_bytes = 0, total_bytes = 0;
+    check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+    resident = std::make_unique<ResidentWeights>(std::min<size_t>(size_t{1} << 30, total_bytes / 64));
+  }
   ~ThreadState() {
+    resident.reset();
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
 };
@@ -79,27 +196,39 @@ __device__ __forceinline__ __int128 warp_sum(__int128 x) {
   return x;
 }
 
-// One warp per (weight row, activation row) pair, activation rows fastest; lane l takes blocks l,
-// l + 32, ... and lane 0 writes the warp's exact totals.
+// The weight matrices of one launch, by value: each one's packed codes and E4M3 bytes on the device,
+// and the running count of weight rows before it (first_row[count] = all of them).
+constexpr int kMaxMatrices = 4;
+struct MatrixSet {
+  const uint8_t* packed[kMaxMatrices];
+  const uint8_t* scales[kMaxMatrices];
+  int64_t first_row[kMaxMatrices + 1];
+  int count;
+};
+
+// One warp per (weight row, activation row) pair, activation rows fastest (neighbouring warps share a
+// weight row through the caches); lane l takes blocks l, l + 32, ... and lane 0 writes the pair's
+// RoundedDot at the caller's position: matrix m's block [rows][its rows] after the earlier matrices'.
 __global__ void exact_dots_kernel(const int8_t* __restrict__ a_codes, const int32_t* __restrict__ a_scales,
                                   const uint8_t* __restrict__ a_nan, int64_t rows, int64_t code_stride,
-                                  int64_t scale_stride, const uint8_t* __restrict__ w_packed,
-                                  const uint8_t* __restrict__ w_scales, int64_t weight_rows, int64_t cols,
-                                  __int128* __restrict__ sum, __int128* __restrict__ abs_sum,
-                                  uint8_t* __restrict__ nan) {
+                                  int64_t scale_stride, MatrixSet w, int64_t cols,
+                                  double2* __restrict__ out) {
   const int64_t t = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = static_cast<int>(threadIdx.x & 31);
-  if (t >= rows * weight_rows) return;  // whole warps leave together (blockDim is a multiple of 32)
-  const int64_t o = t / rows, r = t % rows;
+  if (t >= rows * w.first_row[w.count]) return;  // whole warps leave together (blockDim is a multiple of 32)
+  const int64_t weight_row = t / rows, r = t % rows;
+  int m = 0;
+  while (weight_row >= w.first_row[m + 1]) ++m;
+  const int64_t o = weight_row - w.first_row[m], n = w.first_row[m + 1] - w.first_row[m];
   const DotTotals d =
-      exact_block_dots(a_codes + r * code_stride, a_scales + r * scale_stride, w_packed + o * (cols / 2),
-                       w_scales + o * (cols / 16), cols / 16, lane, 32);
-  const __int128 s = warp_sum(d.sum), m = warp_sum(d.abs_sum);
+      exact_block_dots(a_codes + r * code_stride, a_scales + r * scale_stride, w.packed[m] + o * (cols / 2),
+                       w.scales[m] + o * (cols / 16), cols / 16, lane, 32);
+  const __int128 s = warp_sum(d.sum), a = warp_sum(d.abs_sum);
   const bool any_nan = __any_sync(0xFFFFFFFFu, d.weight_nan);
   if (lane == 0) {
-    sum[t] = s;
-    abs_sum[t] = m;
-    nan[t] = static_cast<uint8_t>(any_nan || a_nan[r] != 0);
+    const double nan = __longlong_as_double(0x7FF8000000000000ll);  // the host's quiet_NaN
+    out[rows * w.first_row[m] + r * n + o] =
+        any_nan || a_nan[r] != 0 ? make_double2(nan, nan) : make_double2(dot_value(s), dot_abs_value(a));
   }
 }
 
@@ -107,87 +236,98 @@ class GpuExactDots final : public ExactDotDevice {
  public:
   std::string name() const override { return "gpu"; }
 
-  void dots(const DecodedNvfp4& a, int64_t rows, std::span<const Nvfp4Matrix* const> weights,
-            ExactDot* out) override {
-    if (rows <= 0 || weights.empty()) return;
+  void dots(const DecodedNvfp4& a, int64_t rows, std::span<const DeviceWeights> weights,
+            RoundedDot* out) override {
+    if (rows <= 0) return;
     if (rows > a.rows()) throw ToolError("GPU exact dots: more rows than the activation table holds");
-    const int64_t cols = a.cols();
-    int64_t weight_rows = 0;
-    for (const Nvfp4Matrix* w : weights) {
-      if (w->cols != cols) throw ToolError("GPU exact dots: operand lengths differ");
-      weight_rows += w->rows;
-    }
-    if (weight_rows == 0) return;
+    for (const DeviceWeights& w : weights)
+      if (w.matrix->cols != a.cols()) throw ToolError("GPU exact dots: operand lengths differ");
     ThreadState& s = thread_state();
-    const int64_t code_stride = a.groups() * 128, scale_stride = a.groups() * 8;
-    const size_t pairs = static_cast<size_t>(rows * weight_rows);
+    upload_activations(s, a, rows);
+    for (size_t first = 0; first < weights.size(); first += kMaxMatrices) {
+      const std::span<const DeviceWeights> part =
+          weights.subspan(first, std::min<size_t>(kMaxMatrices, weights.size() - first));
+      out = launch(s, a, rows, part, out);
+    }
+  }
 
-    // Uploads: the activation tables as DecodedNvfp4 holds them, the weights as stored, back to back.
+ private:
+  // The activation rows' decoded tables as DecodedNvfp4 holds them, and one NaN flag per row.
+  static void upload_activations(ThreadState& s, const DecodedNvfp4& a, int64_t rows) {
+    const int64_t code_stride = a.groups() * 128, scale_stride = a.groups() * 8;
     s.host_a_nan.resize(static_cast<size_t>(rows));
     for (int64_t r = 0; r < rows; ++r) s.host_a_nan[static_cast<size_t>(r)] = a.row_has_nan(r) ? 1 : 0;
-    auto* d_codes = static_cast<int8_t*>(s.a_codes.reserve(static_cast<size_t>(rows * code_stride)));
-    auto* d_scales = static_cast<int32_t*>(s.a_scales.reserve(static_cast<size_t>(rows * scale_stride) * 4));
-    auto* d_anan = static_cast<uint8_t*>(s.a_nan.reserve(static_cast<size_t>(rows)));
-    auto* d_packed = static_cast<uint8_t*>(s.w_packed.reserve(static_cast<size_t>(weight_rows * cols / 2)));
-    auto* d_wscales = static_cast<uint8_t*>(s.w_scales.reserve(static_cast<size_t>(weight_rows * cols / 16)));
-    check(cudaMemcpyAsync(d_codes, a.code_row(0), static_cast<size_t>(rows * code_stride),
-                          cudaMemcpyHostToDevice, s.stream),
+    check(cudaMemcpyAsync(s.a_codes.reserve(static_cast<size_t>(rows * code_stride)), a.code_row(0),
+                          static_cast<size_t>(rows * code_stride), cudaMemcpyHostToDevice, s.stream),
           "upload of activation codes");
-    check(cudaMemcpyAsync(d_scales, a.scale_row(0), static_cast<size_t>(rows * scale_stride) * 4,
-                          cudaMemcpyHostToDevice, s.stream),
+    check(cudaMemcpyAsync(s.a_scales.reserve(static_cast<size_t>(rows * scale_stride) * 4), a.scale_row(0),
+                          static_cast<size_t>(rows * scale_stride) * 4, cudaMemcpyHostToDevice, s.stream),
           "upload of activation scales");
-    check(cudaMemcpyAsync(d_anan, s.host_a_nan.data(), static_cast<size_t>(rows), cudaMemcpyHostToDevice,
-                          s.stream),
+    check(cudaMemcpyAsync(s.a_nan.reserve(static_cast<size_t>(rows)), s.host_a_nan.data(),
+                          static_cast<size_t>(rows), cudaMemcpyHostToDevice, s.stream),
           "upload of activation NaN flags");
-    int64_t row0 = 0;
-    for (const Nvfp4Matrix* w : weights) {
-      check(cudaMemcpyAsync(d_packed + row0 * cols / 2, w->packed.data(),
-                            static_cast<size_t>(w->rows * cols / 2), cudaMemcpyHostToDevice, s.stream),
-            "upload of weight codes");
-      check(cudaMemcpyAsync(d_wscales + row0 * cols / 16, w->scales.data(),
-                            static_cast<size_t>(w->rows * cols / 16), cudaMemcpyHostToDevice, s.stream),
-            "upload of weight scales");
-      row0 += w->rows;
-    }
+  }
 
-    auto* d_sum = static_cast<__int128*>(s.sum.reserve(pairs * sizeof(__int128)));
-    auto* d_abs = static_cast<__int128*>(s.abs_sum.reserve(pairs * sizeof(__int128)));
-    auto* d_nan = static_cast<uint8_t*>(s.nan.reserve(pairs));
+  // Up to kMaxMatrices matrices in one launch; returns the position after their results in `out`.
+  static RoundedDot* launch(ThreadState& s, const DecodedNvfp4& a, int64_t rows,
+                            std::span<const DeviceWeights> weights, RoundedDot* out) {
+    const int64_t cols = a.cols();
+    const uint64_t call = ++s.calls;
+    MatrixSet set{};
+    set.count = static_cast<int>(weights.size());
+    // Resident copies first (found or uploaded); the rest go to scratch memory, back to back.
+    size_t scratch_bytes = 0;
+    std::vector<size_t> scratch_at(weights.size(), SIZE_MAX);
+    for (size_t m = 0; m < weights.size(); ++m) {
+      const DeviceWeights& w = weights[m];
+      const uint8_t* d = nullptr;
+      if (w.content) {
+        d = s.resident->find(*w.content, call);
+        if (d == nullptr) d = s.resident->upload(*w.content, *w.matrix, call, s.stream);
+      }
+      if (d != nullptr) {
+        set.packed[m] = d;
+        set.scales[m] = d + w.matrix->packed.size();
+      } else {
+        scratch_at[m] = scratch_bytes;
+        scratch_bytes += w.matrix->packed.size() + w.matrix->scales.size();
+      }
+    }
+    if (scratch_bytes > 0) {
+      auto* scratch = static_cast<uint8_t*>(s.w_scratch.reserve(scratch_bytes));
+      for (size_t m = 0; m < weights.size(); ++m) {
+        if (scratch_at[m] == SIZE_MAX) continue;
+        const Nvfp4Matrix& w = *weights[m].matrix;
+        uint8_t* d = scratch + scratch_at[m];
+        check(cudaMemcpyAsync(d, w.packed.data(), w.packed.size(), cudaMemcpyHostToDevice, s.stream),
+              "upload of weight codes");
+        check(cudaMemcpyAsync(d + w.packed.size(), w.scales.data(), w.scales.size(), cudaMemcpyHostToDevice,
+                              s.stream),
+              "upload of weight scales");
+        set.packed[m] = d;
+        set.scales[m] = d + w.packed.size();
+      }
+    }
+    set.first_row[0] = 0;
+    for (size_t m = 0; m < weights.size(); ++m)
+      set.first_row[m + 1] = set.first_row[m] + weights[m].matrix->rows;
+    const size_t pairs = static_cast<size_t>(rows * set.first_row[set.count]);
+    if (pairs == 0) return out;
+
+    auto* d_out = static_cast<double2*>(s.results.reserve(pairs * sizeof(double2)));
     constexpr int kThreads = 256;  // 8 warps, one dot each
     const int64_t blocks = (static_cast<int64_t>(pairs) * 32 + kThreads - 1) / kThreads;
     exact_dots_kernel<<<static_cast<unsigned>(blocks), kThreads, 0, s.stream>>>(
-        d_codes, d_scales, d_anan, rows, code_stride, scale_stride, d_packed, d_wscales, weight_rows, cols,
-        d_sum, d_abs, d_nan);
+        static_cast<const int8_t*>(s.a_codes.get()), static_cast<const int32_t*>(s.a_scales.get()),
+        static_cast<const uint8_t*>(s.a_nan.get()), rows, a.groups() * 128, a.groups() * 8, set, cols, d_out);
     check(cudaGetLastError(), "exact-dot kernel launch");
-    s.host_sum.resize(pairs);
-    s.host_abs.resize(pairs);
-    s.host_nan.resize(pairs);
-    check(
-        cudaMemcpyAsync(s.host_sum.data(), d_sum, pairs * sizeof(__int128), cudaMemcpyDeviceToHost, s.stream),
-        "download of sums");
-    check(
-        cudaMemcpyAsync(s.host_abs.data(), d_abs, pairs * sizeof(__int128), cudaMemcpyDeviceToHost, s.stream),
-        "download of magnitude sums");
-    check(cudaMemcpyAsync(s.host_nan.data(), d_nan, pairs, cudaMemcpyDeviceToHost, s.stream),
-          "download of NaN flags");
+    void* host = s.host_results.reserve(pairs * sizeof(double2));
+    check(cudaMemcpyAsync(host, d_out, pairs * sizeof(double2), cudaMemcpyDeviceToHost, s.stream),
+          "download of the dots");
     check(cudaStreamSynchronize(s.stream), "exact-dot kernel");
-
-    // Device order [weight row][activation row] -> the caller's [matrix][activation row][weight row].
-    int64_t base = 0;
-    row0 = 0;
-    for (const Nvfp4Matrix* w : weights) {
-      const int64_t N = w->rows;
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t o = 0; o < N; ++o) {
-          const size_t t = static_cast<size_t>((row0 + o) * rows + r);
-          ExactDot& d = out[base + r * N + o];
-          d.sum = s.host_sum[t];
-          d.abs_sum = s.host_abs[t];
-          d.nan = s.host_nan[t] != 0;
-        }
-      base += rows * N;
-      row0 += N;
-    }
+    static_assert(sizeof(RoundedDot) == sizeof(double2), "RoundedDot is {value, abs_value}");
+    std::memcpy(static_cast<void*>(out), host, pairs * sizeof(double2));
+    return out + pairs;
   }
 };
 

@@ -102,10 +102,11 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
   // On a dot device (oracles/exact_dot_device.h) all n x I gate and up dots come back at once,
   // [gate rows][up rows], bit-identical to the exact_dot_rows calls below.
   ExactDotDevice* const device = exact_dot_device();
-  std::vector<ExactDot> device_dots;
+  std::vector<RoundedDot> device_dots;
   if (device != nullptr && n > 0) {
     device_dots.resize(static_cast<size_t>(2 * n * I));
-    const Nvfp4Matrix* const weights[2] = {&W.gate, &W.up};
+    const DeviceWeights weights[2] = {device_weights(c, rows, W, W.gate, 0),
+                                      device_weights(c, rows, W, W.up, 1)};
     device->dots(qa.rows, n, weights, device_dots.data());
   }
   // Tiles of 2 x kDotRows rows against every packed weight row: the tile's decoded rows stay in L1,
@@ -113,7 +114,7 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
   // exact_dot_rows call.
   for (int64_t j0 = 0; j0 < n; j0 += 2 * kDotRows) {
     const int na = static_cast<int>(std::min<int64_t>(2 * kDotRows, n - j0));
-    ExactDot dgs[2 * kDotRows], dus[2 * kDotRows];
+    RoundedDot dgs[2 * kDotRows], dus[2 * kDotRows];
     double fg[2 * kDotRows], fu[2 * kDotRows];
     for (int64_t o = 0; o < I; ++o) {
       const PackedNvfp4Row pg = packed_row(W.gate, o), pu = packed_row(W.up, o);
@@ -125,8 +126,13 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
       } else {
         for (int r0 = 0; r0 < na; r0 += static_cast<int>(kDotRows)) {
           const int nr = std::min(static_cast<int>(kDotRows), na - r0);
-          exact_dot_rows(qa.rows, j0 + r0, nr, pg, dgs + r0);
-          exact_dot_rows(qa.rows, j0 + r0, nr, pu, dus + r0);
+          ExactDot eg[kDotRows], eu[kDotRows];
+          exact_dot_rows(qa.rows, j0 + r0, nr, pg, eg);
+          exact_dot_rows(qa.rows, j0 + r0, nr, pu, eu);
+          for (int r = 0; r < nr; ++r) {
+            dgs[r0 + r] = RoundedDot::of(eg[r]);
+            dus[r0 + r] = RoundedDot::of(eu[r]);
+          }
         }
       }
       flip_sums(fl, j0, na, pg, fg);

@@ -101,25 +101,29 @@ void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const Expert
   // On a dot device (oracles/exact_dot_device.h) all n x H dots come back at once, bit-identical to
   // the exact_dot_rows calls below.
   ExactDotDevice* const device = exact_dot_device();
-  std::vector<ExactDot> device_dots;
+  std::vector<RoundedDot> device_dots;
   if (device != nullptr && n > 0) {
     device_dots.resize(static_cast<size_t>(n * H));
-    const Nvfp4Matrix* const weights[1] = {&W.down};
+    const DeviceWeights weights[1] = {device_weights(c, rows, W, W.down, 2)};
     device->dots(qh.rows, n, weights, device_dots.data());
   }
   // Tiles of 2 x kDotRows rows: the dense flip magnitudes (most of the unconditioned FC2 input's
   // codes flip) run 8 rows per decoded weight block.
   for (int64_t j0 = 0; j0 < n; j0 += 2 * kDotRows) {
     const int na = static_cast<int>(std::min<int64_t>(2 * kDotRows, n - j0));
-    ExactDot ds[2 * kDotRows];
+    RoundedDot ds[2 * kDotRows];
     double fs[2 * kDotRows];
     for (int64_t o = 0; o < H; ++o) {
       const PackedNvfp4Row pd = packed_row(W.down, o);
       if (device != nullptr) {
         for (int r = 0; r < na; ++r) ds[r] = device_dots[static_cast<size_t>((j0 + r) * H + o)];
       } else {
-        for (int r0 = 0; r0 < na; r0 += static_cast<int>(kDotRows))
-          exact_dot_rows(qh.rows, j0 + r0, std::min(static_cast<int>(kDotRows), na - r0), pd, ds + r0);
+        for (int r0 = 0; r0 < na; r0 += static_cast<int>(kDotRows)) {
+          const int nr = std::min(static_cast<int>(kDotRows), na - r0);
+          ExactDot e[kDotRows];
+          exact_dot_rows(qh.rows, j0 + r0, nr, pd, e);
+          for (int r = 0; r < nr; ++r) ds[r0 + r] = RoundedDot::of(e[r]);
+        }
       }
       flip_sums(fl, j0, na, pd, fs);
       for (int r = 0; r < na; ++r) {

@@ -68,12 +68,21 @@ bool row_may_overflow_a_partial(std::span<const float> center, std::span<const f
   return raw_partial_bound(center, radius, 0, center.size()) >= kFoldingWatch;
 }
 
-Interval gemm_interval(const ExactDot& d, double alpha, double flip_sum, double gk, double floor) {
-  if (d.nan) return {kNaN, kNaN};
-  const double v = alpha * d.value();
+DeviceWeights device_weights(const Case& c, const ExpertRows& rows, const ExpertWeights& W,
+                             const Nvfp4Matrix& m, int which) {
+  DeviceWeights out{.matrix = &m};
+  if (rows.size() == 0) return out;
+  const size_t e = static_cast<size_t>(rows.row(0).expert);
+  if (e < c.experts.size() && &c.experts[e] == &W) out.content = weight_content_key(c.experts, e, which);
+  return out;
+}
+
+Interval gemm_interval(const RoundedDot& d, double alpha, double flip_sum, double gk, double floor) {
+  if (std::isnan(d.value)) return {kNaN, kNaN};  // a NaN scale in an operand row
+  const double v = alpha * d.value;
   const double a = std::fabs(alpha);
-  const double b = (gk * a * (d.abs_value() + flip_sum) + a * flip_sum) * (1 + 8 * kDoubleUnit) + floor;
-  if (!std::isfinite(v) || !std::isfinite(b) || fp32_may_overflow(d.abs_value() + flip_sum, alpha, v, b))
+  const double b = (gk * a * (d.abs_value + flip_sum) + a * flip_sum) * (1 + 8 * kDoubleUnit) + floor;
+  if (!std::isfinite(v) || !std::isfinite(b) || fp32_may_overflow(d.abs_value + flip_sum, alpha, v, b))
     return {kNaN, kNaN};
   return {v - b, v + b};
 }

@@ -13,9 +13,12 @@
 #include <utility>
 #include <vector>
 
+#include "core/case.h"
 #include "core/nvfp4.h"
 #include "oracles/bounds.h"
 #include "oracles/exact_dot.h"
+#include "oracles/exact_dot_device.h"
+#include "oracles/stages/stage_types.h"
 
 namespace moefuzz::stages {
 
@@ -52,11 +55,17 @@ bool row_may_overflow_a_partial(std::span<const float> center, std::span<const f
 // Interval of a correct kernel's fp32 W4A4 GEMM result: alpha * exact sum, accumulation in any order
 // over operands that may deviate from the decoded center by the sparse flips (summed to flip_sum).
 // gk = gamma_n(k + kGemmExtraRoundings, kFp32Unit).
-Interval gemm_interval(const ExactDot& d, double alpha, double flip_sum, double gk, double floor);
+Interval gemm_interval(const RoundedDot& d, double alpha, double flip_sum, double gk, double floor);
 // The same for a W4A16 dot of a point activation row (gemm1).
 Interval w4a16_point_interval(const W4A16Dot& d, double alpha, double gk, double floor);
 // The same for a W4A16 dot of an activation row given as centers d plus radii r (gemm2).
 Interval w4a16_radius_interval(const W4A16Dot& d, const W4A16Dot& r, double alpha, double gk, double floor);
+
+// Weight matrix m of expert W ("which": 0 gate, 1 up, 2 down) as a dot device receives it, named by
+// content when W is the case's expert of `rows` (so the device keeps its copy across evaluations of
+// a case and its transforms, which share most experts).
+DeviceWeights device_weights(const Case& c, const ExpertRows& rows, const ExpertWeights& W,
+                             const Nvfp4Matrix& m, int which);
 
 // A GEMM element plus an expert bias (recipe expert_bias): the kernel's fl(acc + b) in fp32, for any
 // acc in `v`. One rounding (exact when it underflows); NaN (nothing said) near the fp32 overflow.

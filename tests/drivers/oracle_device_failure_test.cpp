@@ -20,7 +20,7 @@ namespace {
 class FailingDevice final : public ExactDotDevice {
  public:
   std::string name() const override { return "failing"; }
-  void dots(const DecodedNvfp4&, int64_t, std::span<const Nvfp4Matrix* const>, ExactDot*) override {
+  void dots(const DecodedNvfp4&, int64_t, std::span<const DeviceWeights>, RoundedDot*) override {
     ++calls;
     throw ToolError("GPU exact dots: kernel launch failed: cudaErrorLaunchFailure (test)");
   }

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "core/e2m1.h"
 #include "core/e4m3.h"
+#include "core/rng.h"
 #include "oracles/exact_dot.h"
 #include "oracles/gpu/dot_math.h"
 #include "support/hostile_nvfp4.h"
@@ -110,6 +112,47 @@ TEST(GpuDotMath, LongRowsOfLargestTermsCrossTheFlushBoundary) {
     EXPECT_TRUE(t.sum == ref.sum && t.abs_sum == ref.abs_sum) << "weight row " << o;
     EXPECT_TRUE(t.sum == (o == 0 ? term : -term) * (cols / 16)) << "the exact total";
   }
+}
+
+// The device's rounding of the exact totals (dot_value, dot_abs_value: integer steps) against the CPU
+// oracle's (ExactDot::value: the compiler's __int128 -> double; abs_value: round-up by nextafter) on
+// every shape of integer they can meet: exact ones, ties to even and odd on either side, the 2^53,
+// 2^62 and 2^64 boundaries, the largest totals, both signs.
+TEST(GpuDotMath, RoundingOfTotalsEqualsExactDotValue) {
+  std::vector<__int128> values = {0, 1, -1, 12345, -98765};
+  for (int e = 52; e <= 125; ++e) {
+    const __int128 p = static_cast<__int128>(1) << e;
+    for (__int128 d :
+         {__int128{0}, __int128{1}, __int128{2}, __int128{3}, __int128{-1}, __int128{-2}, __int128{-3}}) {
+      values.push_back(p + d);
+      if (e >= 54) {  // halfway cases one and two units below the rounding position
+        const __int128 half = static_cast<__int128>(1) << (e - 53);
+        values.push_back(p + half + d);
+        values.push_back(p + 3 * half + d);
+      }
+    }
+  }
+  Stream s(7, "gpu-rounding");  // random bit patterns of every width
+  for (uint64_t i = 0; i < 20000; ++i) {
+    const int width = 1 + static_cast<int>(i % 125);
+    const __int128 raw = (static_cast<__int128>(s.bits(2 * i)) << 64) | s.bits(2 * i + 1);
+    values.push_back(raw & ((static_cast<__int128>(1) << width) - 1));
+  }
+  int64_t compared = 0;
+  for (const __int128 v : values)
+    for (const __int128 x : {v, -v}) {
+      ExactDot d;
+      d.sum = x;
+      d.abs_sum = x < 0 ? -x : x;
+      const double got = gpu::dot_value(d.sum), got_abs = gpu::dot_abs_value(d.abs_sum);
+      const double want = d.value(), want_abs = d.abs_value();
+      ASSERT_EQ(std::memcmp(&got, &want, sizeof got), 0)
+          << "value of " << static_cast<double>(x) << ": " << got << " vs " << want;
+      ASSERT_EQ(std::memcmp(&got_abs, &want_abs, sizeof got), 0)
+          << "abs_value of " << static_cast<double>(d.abs_sum) << ": " << got_abs << " vs " << want_abs;
+      ++compared;
+    }
+  EXPECT_GT(compared, 40000);
 }
 
 }  // namespace
