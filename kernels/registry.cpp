@@ -1,5 +1,6 @@
 #include "kernels/registry.h"
 
+#include "core/cuda_in_process.h"
 #include "core/errors.h"
 #include "kernels/plugin_kernel.h"
 #include "kernels/python_kernel.h"
@@ -24,7 +25,10 @@ std::unique_ptr<Kernel> make_kernel(const std::string& name_or_path) {
   // Registry names first: composition cells and mutants have '/' in their names
   // ("compose/grouped/plain/fuse/separate", "mutant/z1-rsf-twice"), which would otherwise look like paths.
   for (const auto& e : kernel_registry())
-    if (e.name == name_or_path) return e.make();
+    if (e.name == name_or_path) {
+      if (e.kind == KernelKind::kCuda) mark_gpu_kernel_in_process();  // --oracle-device auto reads it
+      return e.make();
+    }
   if (is_python_kernel_spec(name_or_path))
     return make_python_kernel(name_or_path);  // kernels/python_kernel.h
   if (looks_like_plugin_path(name_or_path))

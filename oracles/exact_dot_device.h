@@ -3,14 +3,16 @@
 // CPU by default (exact_dot_rows, the reference), or on a device that computes all of one expert's
 // dots at once, bit-identical to exact_dot_rows (oracles/gpu/gpu_exact_dots.h: the GPU). Everything
 // else of the oracle (envelopes, flips, bounds, W4A16 dots) stays on the CPU. The choice is
-// process-wide (`moefuzz --oracle-device gpu`, MOEFUZZ_ORACLE_DEVICE=gpu) and can be overridden per
-// thread (tests and benchmarks compare both paths in one process).
+// process-wide (`moefuzz --oracle-device gpu|cpu|auto`, MOEFUZZ_ORACLE_DEVICE; auto, the default: the
+// GPU in a process whose kernel under test runs on it) and can be overridden per thread (tests and
+// benchmarks compare both paths in one process).
 //
 // Example:
 //   moefuzz::set_exact_dot_device(moefuzz::gpu::make_gpu_exact_dots());   // every thread: GPU dots
 //   { moefuzz::ScopedExactDotDevice cpu(nullptr);                          // this thread: CPU again
 //     const moefuzz::OracleEvaluation ev = moefuzz::evaluate(c, p, result); }
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -45,13 +47,24 @@ class ExactDotDevice {
   // bit. Throws ToolError (core/errors.h) on a device failure: moefuzz's own, never the kernel's.
   virtual void dots(const DecodedNvfp4& a, int64_t rows, std::span<const DeviceWeights> weights,
                     RoundedDot* out) = 0;
+  // Calls of fewer multiply-adds stay on the CPU (where the device's fixed cost per call would exceed
+  // the CPU's time for them); 0: every call goes to the device.
+  virtual int64_t smallest_call() const { return 0; }
 };
 
 // Process-wide device (nullptr: CPU). Set before any evaluation starts (the CLI sets it at start).
 void set_exact_dot_device(std::shared_ptr<ExactDotDevice> device);
+// `--oracle-device auto`: with no process-wide device set, the device `make` gives (nullptr: none, the
+// CPU) once a kernel that runs on a GPU in this process has been made (core/cuda_in_process.h); made
+// on first use, once. Until then, and in processes without such a kernel, the CPU. nullptr clears it.
+void set_exact_dot_device_for_gpu_kernels(std::function<std::shared_ptr<ExactDotDevice>()> make);
 // The device this thread's evaluations use: the thread's override if one is active, else the
-// process-wide one; nullptr means exact_dot_rows on the CPU.
+// process-wide one, else the one for GPU kernels (above); nullptr means exact_dot_rows on the CPU.
 ExactDotDevice* exact_dot_device();
+// True when a call of `macs` multiply-adds goes to `device` (non-null and not below its smallest call).
+inline bool use_dot_device(const ExactDotDevice* device, int64_t macs) {
+  return device != nullptr && macs > 0 && macs >= device->smallest_call();
+}
 
 // Overrides the device for the current thread while alive (nullptr: CPU); restores the previous
 // override on destruction.

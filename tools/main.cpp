@@ -36,9 +36,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option(
          "--oracle-device", moefuzz::cli::global_options().oracle_device,
-         "Where the oracle's exact GEMM dots run: cpu (default) or gpu (bit-identical; exit 2 when no "
-         "GPU is usable). Default: the environment variable MOEFUZZ_ORACLE_DEVICE, else cpu")
-      ->check(CLI::IsMember({"cpu", "gpu"}));
+         "Where the oracle's exact GEMM dots run (bit-identical everywhere): cpu, gpu (exit 2 when no GPU "
+         "is usable) or auto (the GPU when the kernel under test runs on one in this process, else the "
+         "CPU). Default: the environment variable MOEFUZZ_ORACLE_DEVICE, else auto")
+      ->check(CLI::IsMember({"cpu", "gpu", "auto"}));
   // Before any command's callback: a GPU asked for (flag or environment) and absent is exit 2 here.
   app.parse_complete_callback([] {
     moefuzz::gpu::use_oracle_device(

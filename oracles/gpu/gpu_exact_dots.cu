@@ -234,7 +234,9 @@ __global__ void exact_dots_kernel(const int8_t* __restrict__ a_codes, const int3
 
 class GpuExactDots final : public ExactDotDevice {
  public:
+  explicit GpuExactDots(int64_t smallest_call) : smallest_call_(smallest_call) {}
   std::string name() const override { return "gpu"; }
+  int64_t smallest_call() const override { return smallest_call_; }
 
   void dots(const DecodedNvfp4& a, int64_t rows, std::span<const DeviceWeights> weights,
             RoundedDot* out) override {
@@ -329,6 +331,8 @@ class GpuExactDots final : public ExactDotDevice {
     std::memcpy(static_cast<void*>(out), host, pairs * sizeof(double2));
     return out + pairs;
   }
+
+  int64_t smallest_call_;
 };
 
 }  // namespace
@@ -348,10 +352,10 @@ bool gpu_exact_dots_available(std::string* why) {
   return true;
 }
 
-std::shared_ptr<ExactDotDevice> make_gpu_exact_dots() {
+std::shared_ptr<ExactDotDevice> make_gpu_exact_dots(int64_t smallest_call) {
   std::string why;
   if (!gpu_exact_dots_available(&why)) throw InputError("GPU exact dots: " + why);
-  return std::make_shared<GpuExactDots>();
+  return std::make_shared<GpuExactDots>(smallest_call);
 }
 
 }  // namespace moefuzz::gpu

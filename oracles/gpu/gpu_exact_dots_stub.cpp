@@ -9,7 +9,7 @@ bool gpu_exact_dots_available(std::string* why) {
   return false;
 }
 
-std::shared_ptr<ExactDotDevice> make_gpu_exact_dots() {
+std::shared_ptr<ExactDotDevice> make_gpu_exact_dots(int64_t) {
   std::string why;
   gpu_exact_dots_available(&why);
   throw InputError("GPU exact dots: " + why);

@@ -101,9 +101,10 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
     fl[static_cast<size_t>(j)] = flip_terms(qa.flips[static_cast<size_t>(j)], H);
   // On a dot device (oracles/exact_dot_device.h) all n x I gate and up dots come back at once,
   // [gate rows][up rows], bit-identical to the exact_dot_rows calls below.
-  ExactDotDevice* const device = exact_dot_device();
+  ExactDotDevice* device = exact_dot_device();
+  if (!use_dot_device(device, n * 2 * I * H)) device = nullptr;
   std::vector<RoundedDot> device_dots;
-  if (device != nullptr && n > 0) {
+  if (device != nullptr) {
     device_dots.resize(static_cast<size_t>(2 * n * I));
     const DeviceWeights weights[2] = {device_weights(c, rows, W, W.gate, 0),
                                       device_weights(c, rows, W, W.up, 1)};

@@ -100,9 +100,10 @@ void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const Expert
     fl[static_cast<size_t>(j)] = flip_terms(qh.flips[static_cast<size_t>(j)], I);
   // On a dot device (oracles/exact_dot_device.h) all n x H dots come back at once, bit-identical to
   // the exact_dot_rows calls below.
-  ExactDotDevice* const device = exact_dot_device();
+  ExactDotDevice* device = exact_dot_device();
+  if (!use_dot_device(device, n * H * I)) device = nullptr;
   std::vector<RoundedDot> device_dots;
-  if (device != nullptr && n > 0) {
+  if (device != nullptr) {
     device_dots.resize(static_cast<size_t>(n * H));
     const DeviceWeights weights[1] = {device_weights(c, rows, W, W.down, 2)};
     device->dots(qh.rows, n, weights, device_dots.data());

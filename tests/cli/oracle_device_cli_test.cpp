@@ -1,9 +1,14 @@
-// `--oracle-device cpu|gpu` and MOEFUZZ_ORACLE_DEVICE (oracles/gpu/gpu_exact_dots.h): a bad value is a
-// usage error; `gpu` without a usable GPU is exit 2 with one message (never a silent CPU run); with a
-// GPU, a check with the GPU dots gives the same verdicts as with the CPU's.
+// `--oracle-device cpu|gpu|auto` and MOEFUZZ_ORACLE_DEVICE (oracles/gpu/gpu_exact_dots.h): a bad value is
+// a usage error; `gpu` without a usable GPU is exit 2 with one message (never a silent CPU run); with a
+// GPU, a check with the GPU dots gives the same verdicts as with the CPU's; `auto` (the default) runs
+// anywhere, with the same verdicts.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <iterator>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "oracles/gpu/gpu_exact_dots.h"
 #include "run_moefuzz.h"
@@ -23,7 +28,7 @@ TEST(OracleDeviceCli, AnUnknownDeviceIsAUsageError) {
   std::string out;
   EXPECT_EQ(run_shell_in(".", "MOEFUZZ_ORACLE_DEVICE=tpu '" + test_build_dir() + "/bin/moefuzz' list", &out),
             2);
-  EXPECT_NE(out.find("oracle device must be 'cpu' or 'gpu'"), std::string::npos) << out;
+  EXPECT_NE(out.find("oracle device must be 'cpu', 'gpu' or 'auto'"), std::string::npos) << out;
 }
 
 TEST(OracleDeviceCli, GpuWithoutAGpuIsExit2AndWithOneTheSameVerdicts) {
@@ -50,6 +55,33 @@ TEST(OracleDeviceCli, GpuWithoutAGpuIsExit2AndWithOneTheSameVerdicts) {
   }
   EXPECT_EQ(flag.exit_code, 0) << flag.output;
   EXPECT_EQ(env_rc, 0) << env_out;
+}
+
+TEST(OracleDeviceCli, AutoIsTheDefaultAndRunsWithOrWithoutAGpu) {
+  const RunResult cpu_run = run_moefuzz(with({"--oracle-device", "cpu"}), 120);
+  const RunResult auto_run = run_moefuzz(with({"--oracle-device", "auto"}), 120);
+  const RunResult default_run = run_moefuzz(with({}), 120);
+  ASSERT_EQ(cpu_run.exit_code, 0) << cpu_run.output;
+  EXPECT_EQ(auto_run.exit_code, 0) << auto_run.output;
+  EXPECT_EQ(default_run.exit_code, 0) << default_run.output;
+  // The verdict table (every invariant's counts and largest err/bound), without its time% column.
+  const auto verdicts = [](const std::string& out) {
+    std::istringstream in(out.substr(std::min(out.size(), out.find("\ninvariant "))));
+    std::string line, table;
+    std::getline(in, line);
+    std::getline(in, line);  // the header
+    while (std::getline(in, line) && !line.empty() && line.find("worker time") == std::string::npos) {
+      std::istringstream cells(line);
+      std::vector<std::string> row{std::istream_iterator<std::string>(cells), {}};
+      if (!row.empty()) row.pop_back();
+      for (const std::string& cell : row) table += cell + " ";
+      table += "\n";
+    }
+    return table;
+  };
+  ASSERT_NE(verdicts(cpu_run.output).find("ORACLE"), std::string::npos) << cpu_run.output;
+  EXPECT_EQ(verdicts(auto_run.output), verdicts(cpu_run.output));
+  EXPECT_EQ(verdicts(default_run.output), verdicts(cpu_run.output));
 }
 
 }  // namespace
