@@ -93,11 +93,23 @@ struct ContentKeyHash {
 // synchronization, so a copy freed at the next call's upload has no reads pending.
 class ResidentWeights {
  public:
-  explicit ResidentWeights(size_t capacity) : capacity_(capacity) {}
+  // The copies come from their own stream-ordered pool on `device`, which keeps what they free: the
+  // capacity bounds it, and the default pool's release threshold (which the `cuda` kernel's per-run
+  // buffers rely on, kernels/cuda/moe_pipeline.cu) does not count them.
+  ResidentWeights(size_t capacity, int device) : capacity_(capacity) {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = device;
+    check(cudaMemPoolCreate(&pool_, &props), "cudaMemPoolCreate");
+    uint64_t keep = UINT64_MAX;
+    check(cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep), "cudaMemPoolSetAttribute");
+  }
   ResidentWeights(const ResidentWeights&) = delete;
   ResidentWeights& operator=(const ResidentWeights&) = delete;
   ~ResidentWeights() {
     for (auto& [key, copy] : copies_) cudaFree(copy.data);  // errors at teardown are ignored
+    if (pool_ != nullptr) cudaMemPoolDestroy(pool_);
   }
 
   // The copy's device address ([packed bytes][scale bytes]), or nullptr.
@@ -120,12 +132,12 @@ class ResidentWeights {
     }
     uint8_t* data = nullptr;
     // Stream-ordered: neither this nor drop()'s free waits for the other threads' work on the device.
-    const cudaError_t e = cudaMallocAsync(reinterpret_cast<void**>(&data), bytes, stream);
+    const cudaError_t e = cudaMallocFromPoolAsync(reinterpret_cast<void**>(&data), bytes, pool_, stream);
     if (e == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();  // not sticky: clear it and use scratch memory
       return nullptr;
     }
-    check(e, "cudaMallocAsync of a resident weight copy");
+    check(e, "cudaMallocFromPoolAsync of a resident weight copy");
     check(cudaMemcpyAsync(data, m.packed.data(), packed, cudaMemcpyHostToDevice, stream),
           "upload of weight codes");
     check(cudaMemcpyAsync(data + packed, m.scales.data(), m.scales.size(), cudaMemcpyHostToDevice, stream),
@@ -152,6 +164,7 @@ class ResidentWeights {
   }
 
   size_t capacity_, held_ = 0;
+  cudaMemPool_t pool_ = nullptr;
   std::list<Hash128> lru_;  // most recently used first
   std::unordered_map<Hash128, Copy, ContentKeyHash> copies_;
 };
@@ -164,11 +177,11 @@ struct ThreadState {
   std::vector<uint8_t> host_a_nan;
   std::unique_ptr<ResidentWeights> resident;
   uint64_t calls = 0;
-  ThreadState() {
+  explicit ThreadState(int device) {
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
     size_t free_bytes = 0, total_bytes = 0;
     check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
-    resident = std::make_unique<ResidentWeights>(std::min<size_t>(size_t{1} << 30, total_bytes / 64));
+    resident = std::make_unique<ResidentWeights>(std::min<size_t>(size_t{1} << 30, total_bytes / 64), device);
   }
   ~ThreadState() {
     resident.reset();
@@ -181,7 +194,7 @@ ThreadState& thread_state() {
   int device = 0;
   check(cudaGetDevice(&device), "cudaGetDevice");
   std::unique_ptr<ThreadState>& s = states[device];
-  if (!s) s = std::make_unique<ThreadState>();
+  if (!s) s = std::make_unique<ThreadState>(device);
   return *s;
 }
 
