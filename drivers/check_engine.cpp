@@ -102,6 +102,8 @@ CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& o
                                   [](const Invariant* inv) { return inv->code == "CANARY"; });
   CheckContext ctx(kernel, c, options.run, options.profile, canary);
   ctx.set_oracle_reuse(options.oracle_reuse);
+  ctx.set_row_memo(std::any_of(options.invariants.begin(), options.invariants.end(),
+                               [](const Invariant* inv) { return inv->evaluates_other_runs; }));
   for (size_t i = 0; i < options.invariants.size(); ++i) {
     const Invariant* inv = options.invariants[i];
     if (interrupt_requested()) throw Interrupted(interrupt_signal());

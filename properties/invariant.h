@@ -74,6 +74,9 @@ class CheckContext {
   // Off: every evaluation above is made afresh, row by row too (tests and benchmarks compare; the
   // results are the same).
   void set_oracle_reuse(bool on) { reuse_ = on; }
+  // Off: evaluations keep no rows for later ones (same results; for checks that evaluate nothing but
+  // the baseline, Invariant::evaluates_other_runs).
+  void set_row_memo(bool on) { row_memo_on_ = on; }
   // The rows every evaluation of this context shares (oracles/row_memo.h): its hit and miss counts.
   const OracleRowMemo& row_memo() const { return memo_; }
   // Hands the baseline run over (when an invariant computed it) so a caller that needs the run as
@@ -91,9 +94,9 @@ class CheckContext {
   std::string baseline_fault_;
   std::shared_ptr<const OracleEvaluation> oracle_;
   std::shared_ptr<const OracleEvaluation> oracle_end_to_end_;
-  bool reuse_ = true;
+  bool reuse_ = true, row_memo_on_ = true;
   OracleRowMemo memo_;
-  OracleRowMemo* memo() { return reuse_ ? &memo_ : nullptr; }
+  OracleRowMemo* memo() { return reuse_ && row_memo_on_ ? &memo_ : nullptr; }
   OracleEvaluation evaluate_fresh(const Case& c, const LayerResult& r, OracleStages stages);
   std::shared_ptr<const OracleEvaluation> oracle_shared();
   std::shared_ptr<const OracleEvaluation> end_to_end_shared();
@@ -106,6 +109,12 @@ struct Invariant {
   std::function<std::string(const Kernel&, const CaseRecipe&)> applies;
   std::function<Verdict(CheckContext&)> check;
   bool expensive = false;  // runs only when asked for (e.g. OVF large tier, DRIFT)
+  // Whether its check evaluates the oracle beyond the baseline's own evaluation (ctx.evaluate,
+  // evaluate_on_base, oracle_end_to_end: transformed cases, other runs). The check engine keeps the
+  // oracle's rows for reuse (oracles/row_memo.h) only when a selected invariant does: for the others
+  // storing them is pure cost (at M ~0.1 GB copied per case). tests/properties/oracle_reuse_test.cpp
+  // holds every invariant that says false to it.
+  bool evaluates_other_runs = true;
 };
 
 const std::vector<Invariant>& invariant_registry();

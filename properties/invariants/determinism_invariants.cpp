@@ -16,6 +16,7 @@ namespace moefuzz::inv {
 Invariant make_repeat_invariant() {
   Invariant inv;
   inv.code = "REPEAT";
+  inv.evaluates_other_runs = false;  // the baseline's evaluation at most
   inv.description = "repeated runs are bit-identical where the kernel claims determinism";
   inv.applies = [](const Kernel& k, const CaseRecipe&) {
     return k.claims().deterministic ? std::string() : std::string("kernel does not claim determinism");
@@ -46,6 +47,7 @@ Invariant make_repeat_invariant() {
 Invariant make_canary_invariant() {
   Invariant inv;
   inv.code = "CANARY";
+  inv.evaluates_other_runs = false;  // the baseline's evaluation at most
   inv.description =
       "poisoned outputs fully written, guard bands intact, poison does not leak, inputs unchanged";
   inv.applies = [](const Kernel&, const CaseRecipe&) { return std::string(); };

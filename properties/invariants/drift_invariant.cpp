@@ -8,6 +8,7 @@ namespace moefuzz::inv {
 Invariant make_drift_invariant() {
   Invariant inv;
   inv.code = "DRIFT";
+  inv.evaluates_other_runs = false;  // the baseline's evaluation at most
   inv.description = "many layers / long sequences: error grows no faster than an unbiased random walk";
   inv.expensive = true;
   inv.applies = [](const Kernel&, const CaseRecipe&) { return std::string(); };

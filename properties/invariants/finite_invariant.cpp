@@ -14,6 +14,7 @@ namespace moefuzz::inv {
 Invariant make_finite_invariant() {
   Invariant inv;
   inv.code = "FINITE";
+  inv.evaluates_other_runs = false;  // the baseline's evaluation at most
   inv.description = "no NaN/Inf in weights or outputs where the oracle has none";
   inv.applies = [](const Kernel&, const CaseRecipe&) { return std::string(); };
   inv.check = [](CheckContext& ctx) -> Verdict {

@@ -13,6 +13,7 @@ namespace moefuzz::inv {
 Invariant make_oracle_invariant() {
   Invariant inv;
   inv.code = "ORACLE";
+  inv.evaluates_other_runs = false;  // the baseline's evaluation at most
   inv.description =
       "kernel vs high-precision oracle under the profile in force, within the derived bound; decisions "
       "admitted";

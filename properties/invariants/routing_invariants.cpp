@@ -163,6 +163,7 @@ Invariant make_weight1_invariant() {
 Invariant make_dup_invariant() {
   Invariant inv;
   inv.code = "DUP";
+  inv.evaluates_other_runs = false;  // the baseline's evaluation at most
   inv.description =
       "hash rows with a repeated expert id: each slot keeps its own weight ([e,e] with [a,b] == [e] with "
       "a+b)";

@@ -30,6 +30,7 @@ Verdict fail_at(int64_t t, int64_t slot, int64_t expert, const std::string& what
 Invariant make_struct_invariant() {
   Invariant inv;
   inv.code = "STRUCT";
+  inv.evaluates_other_runs = false;  // the baseline's evaluation at most
   inv.description =
       "ids in range/distinct/in selected groups; weights finite, >= 0, sum 1, s or <= 1 as defined";
   inv.applies = [](const Kernel&, const CaseRecipe&) { return std::string(); };

@@ -254,5 +254,43 @@ TEST(OracleReuse, TheBaseEvaluationNeedsTheBaseCasesBits) {
   EXPECT_GT(lookups(), before) << "other bits: a fresh evaluation";
 }
 
+// Invariant::evaluates_other_runs = false lets the check engine keep no rows (CheckContext::
+// set_row_memo): such an invariant's check must evaluate nothing beyond the baseline's evaluation
+// through the context, and an invariant that does (PERM here) must look rows up. The lookups of the
+// context's memo tell them apart.
+TEST(OracleReuse, InvariantsThatEvaluateOnlyTheBaselineLookUpNoRows) {
+  const auto k = make_kernel("cpu");
+  const rc::Gen<CaseRecipe> g = gen::recipe_for("small");
+  std::map<std::string, int> checked;
+  int perm_lookups = 0;
+  for (uint64_t index = 0, done = 0; done < 12 && index < 400; ++index) {
+    CaseRecipe r = gen::sample(g, /*seed=*/23, index, static_cast<int>(std::min<uint64_t>(100, index)));
+    r.profile = k->profile();
+    if (!validate(r).empty() || !k->supports(r).empty() || r.shape.experts < 2) continue;
+    ++done;
+    const Case c = materialize(r);
+    for (const Invariant& inv : invariant_registry()) {
+      if (inv.expensive || (inv.evaluates_other_runs && inv.code != "PERM")) continue;
+      if (!inv.applies(*k, c.recipe).empty()) continue;
+      CheckContext ctx(*k, c);
+      (void)ctx.oracle();  // the baseline's evaluation: its own lookups
+      const int64_t before = ctx.row_memo().hits() + ctx.row_memo().misses();
+      (void)inv.check(ctx);
+      const int64_t lookups = ctx.row_memo().hits() + ctx.row_memo().misses() - before;
+      if (inv.code == "PERM") {
+        perm_lookups += lookups > 0 ? 1 : 0;
+      } else {
+        EXPECT_EQ(lookups, 0) << inv.code << " says it evaluates only the baseline, but looked rows up (case "
+                              << index << ")";
+        ++checked[inv.code];
+      }
+    }
+  }
+  for (const Invariant& inv : invariant_registry())
+    if (!inv.expensive && !inv.evaluates_other_runs)
+      EXPECT_GT(checked[inv.code], 0) << inv.code << " was never checked: the test must reach it";
+  EXPECT_GT(perm_lookups, 0) << "PERM evaluates its permuted case through the memo";
+}
+
 }  // namespace
 }  // namespace moefuzz
