@@ -29,21 +29,24 @@ void check(cudaError_t e, const char* what) {
                     cudaGetErrorString(e) + ")");
 }
 
-// A device allocation that only grows (reused across calls of one thread).
-class DeviceBuffer {
+// An allocation that only grows (reused across calls of one thread): device memory, or pinned host
+// memory (the results come back through it at full bus speed).
+class GrowingBuffer {
  public:
-  DeviceBuffer() = default;
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
-    if (ptr_ != nullptr) cudaFree(ptr_);  // errors at process teardown are ignored
+  enum class Where { kDevice, kPinnedHost };
+  explicit GrowingBuffer(Where where = Where::kDevice) : where_(where) {}
+  GrowingBuffer(const GrowingBuffer&) = delete;
+  GrowingBuffer& operator=(const GrowingBuffer&) = delete;
+  ~GrowingBuffer() {
+    if (ptr_ != nullptr) (void)release();  // errors at process teardown are ignored
   }
   void* reserve(size_t bytes) {
     if (bytes > size_) {
-      if (ptr_ != nullptr) check(cudaFree(ptr_), "cudaFree");
+      if (ptr_ != nullptr) check(release(), where_ == Where::kDevice ? "cudaFree" : "cudaFreeHost");
       ptr_ = nullptr;
       size_ = 0;
-      check(cudaMalloc(&ptr_, bytes), "cudaMalloc");
+      check(where_ == Where::kDevice ? cudaMalloc(&ptr_, bytes) : cudaMallocHost(&ptr_, bytes),
+            where_ == Where::kDevice ? "cudaMalloc" : "cudaMallocHost");
       size_ = bytes;
     }
     return ptr_;
@@ -51,31 +54,8 @@ class DeviceBuffer {
   void* get() const { return ptr_; }
 
  private:
-  void* ptr_ = nullptr;
-  size_t size_ = 0;
-};
-
-// A pinned host allocation that only grows: the results come back through it at full bus speed.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer() {
-    if (ptr_ != nullptr) cudaFreeHost(ptr_);
-  }
-  void* reserve(size_t bytes) {
-    if (bytes > size_) {
-      if (ptr_ != nullptr) check(cudaFreeHost(ptr_), "cudaFreeHost");
-      ptr_ = nullptr;
-      size_ = 0;
-      check(cudaMallocHost(&ptr_, bytes), "cudaMallocHost");
-      size_ = bytes;
-    }
-    return ptr_;
-  }
-
- private:
+  cudaError_t release() { return where_ == Where::kDevice ? cudaFree(ptr_) : cudaFreeHost(ptr_); }
+  Where where_;
   void* ptr_ = nullptr;
   size_t size_ = 0;
 };
@@ -172,8 +152,8 @@ class ResidentWeights {
 // One thread's buffers, stream and resident weights on one CUDA device.
 struct ThreadState {
   cudaStream_t stream = nullptr;
-  DeviceBuffer a_codes, a_scales, a_nan, w_scratch, results;
-  PinnedBuffer host_results;
+  GrowingBuffer a_codes, a_scales, a_nan, w_scratch, results;
+  GrowingBuffer host_results{GrowingBuffer::Where::kPinnedHost};
   std::vector<uint8_t> host_a_nan;
   std::unique_ptr<ResidentWeights> resident;
   uint64_t calls = 0;
