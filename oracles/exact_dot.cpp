@@ -645,6 +645,16 @@ void exact_dot_rows(const DecodedNvfp4& a, int64_t ra, int na, PackedNvfp4Row w,
   for (int r = 0; r < na; r += 4) exact_dot_rows_scalar(a, ra + r, std::min(4, na - r), w, out + r);
 }
 
+void rounded_dot_rows(const DecodedNvfp4& a, int64_t ra, int na, PackedNvfp4Row w, RoundedDot* out) {
+  constexpr int kMostRows = 4;  // exact_dot_rows' largest call
+  for (int r0 = 0; r0 < na; r0 += kMostRows) {
+    const int nr = std::min(kMostRows, na - r0);
+    ExactDot e[kMostRows];
+    exact_dot_rows(a, ra + r0, nr, w, e);
+    for (int r = 0; r < nr; ++r) out[r0 + r] = RoundedDot::of(e[r]);
+  }
+}
+
 #if defined(__x86_64__)
 namespace {
 // NA (<= 4) weight vectors against one packed row: per block the 16 |codes| (natural order) times

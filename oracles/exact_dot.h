@@ -113,6 +113,9 @@ bool packed_row_has_nan(PackedNvfp4Row w);
 // Bit-identical to exact_dot against the decoded row; the weight's codes and scales are decoded once
 // per group for all na rows. No allocation; lengths are checked once per call.
 void exact_dot_rows(const DecodedNvfp4& a, int64_t ra, int na, PackedNvfp4Row w, ExactDot* out);
+// Rows ra .. ra+na-1 (any na >= 1) against `w`, each dot as the GEMM bounds read it
+// (RoundedDot::of), exact_dot_rows four rows at a time.
+void rounded_dot_rows(const DecodedNvfp4& a, int64_t ra, int na, PackedNvfp4Row w, RoundedDot* out);
 // The portable loop exact_dot_rows is tested against.
 void exact_dot_rows_scalar(const DecodedNvfp4& a, int64_t ra, int na, PackedNvfp4Row w, ExactDot* out);
 // The portable scalar loop (the reference the SIMD loop is tested against).

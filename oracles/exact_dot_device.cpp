@@ -29,16 +29,20 @@ ForGpuKernels& for_gpu_kernels() {
   return f;
 }
 std::atomic<bool> g_for_gpu_kernels_set{false};
+// Once made (or found impossible: no usable GPU), read without the lock by every later call.
+std::atomic<bool> g_for_gpu_kernels_tried{false};
 std::atomic<ExactDotDevice*> g_for_gpu_kernels{nullptr};
 
 ExactDotDevice* device_for_gpu_kernels() {
-  if (ExactDotDevice* d = g_for_gpu_kernels.load(std::memory_order_acquire)) return d;
+  if (g_for_gpu_kernels_tried.load(std::memory_order_acquire))
+    return g_for_gpu_kernels.load(std::memory_order_acquire);
   ForGpuKernels& f = for_gpu_kernels();
   const std::lock_guard<std::mutex> lock(f.mutex);
   if (!f.tried && f.make) {
     f.tried = true;
     f.made = f.make();
     g_for_gpu_kernels.store(f.made.get(), std::memory_order_release);
+    g_for_gpu_kernels_tried.store(true, std::memory_order_release);
   }
   return f.made.get();
 }
@@ -70,6 +74,7 @@ void set_exact_dot_device_for_gpu_kernels(std::function<std::shared_ptr<ExactDot
   f.make = std::move(make);
   f.made.reset();
   f.tried = false;
+  g_for_gpu_kernels_tried.store(false, std::memory_order_release);
   g_for_gpu_kernels.store(nullptr, std::memory_order_release);
   g_for_gpu_kernels_set.store(static_cast<bool>(f.make), std::memory_order_release);
 }

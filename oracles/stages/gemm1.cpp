@@ -125,16 +125,8 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
           dus[r] = device_dots[static_cast<size_t>(n * I + (j0 + r) * I + o)];
         }
       } else {
-        for (int r0 = 0; r0 < na; r0 += static_cast<int>(kDotRows)) {
-          const int nr = std::min(static_cast<int>(kDotRows), na - r0);
-          ExactDot eg[kDotRows], eu[kDotRows];
-          exact_dot_rows(qa.rows, j0 + r0, nr, pg, eg);
-          exact_dot_rows(qa.rows, j0 + r0, nr, pu, eu);
-          for (int r = 0; r < nr; ++r) {
-            dgs[r0 + r] = RoundedDot::of(eg[r]);
-            dus[r0 + r] = RoundedDot::of(eu[r]);
-          }
-        }
+        rounded_dot_rows(qa.rows, j0, na, pg, dgs);
+        rounded_dot_rows(qa.rows, j0, na, pu, dus);
       }
       flip_sums(fl, j0, na, pg, fg);
       flip_sums(fl, j0, na, pu, fu);

@@ -119,12 +119,7 @@ void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const Expert
       if (device != nullptr) {
         for (int r = 0; r < na; ++r) ds[r] = device_dots[static_cast<size_t>((j0 + r) * H + o)];
       } else {
-        for (int r0 = 0; r0 < na; r0 += static_cast<int>(kDotRows)) {
-          const int nr = std::min(static_cast<int>(kDotRows), na - r0);
-          ExactDot e[kDotRows];
-          exact_dot_rows(qh.rows, j0 + r0, nr, pd, e);
-          for (int r = 0; r < nr; ++r) ds[r0 + r] = RoundedDot::of(e[r]);
-        }
+        rounded_dot_rows(qh.rows, j0, na, pd, ds);
       }
       flip_sums(fl, j0, na, pd, fs);
       for (int r = 0; r < na; ++r) {

@@ -62,7 +62,9 @@ TEST(ElementwiseCompare, SkippingClearPassesChangesNoVerdict) {
     for (size_t i = 0; i < n; ++i) {
       const uint64_t k = 16 + 8 * i;
       expected[i] = s.normal(k) * std::ldexp(1.0, static_cast<int>(s.uniform_int(k + 1, -30, 30)));
-      // Bounds from a few values, so equal ratios (ties) are common; zero and subnormal ones too.
+      // The comparison's inputs, not tolerances: bounds from a few values, so equal ratios (ties) are
+      // common, with zero, subnormal (tiny * 3, 1e-310) and normal ones, to reach every path of the
+      // shortcut's normal-product condition.
       const double bounds[6] = {0.0, tiny * 3, 1e-310, 1e-3, 0.5, 0.5};
       bound[i] = bounds[s.uniform_int(k + 2, 0, 5)] * (mode == 0 ? 1.0 : std::fabs(expected[i]) + 1.0);
       // Errors as a few fixed fractions of the bound (ties again), an exact hit, or a failure.
