@@ -96,8 +96,8 @@ void run_gpu_dots(benchmark::State& state, bool resident) {
       const ExpertSetup& e = ex[i];
       const DeviceWeights w1[2] = {named(e.gate, i, 0), named(e.up, i, 1)};
       const DeviceWeights w2[1] = {named(e.down, i, 2)};
-      dev->dots(e.x1, kRows, w1, out1.data());
-      dev->dots(e.x2, kRows, w2, out2.data());
+      dev->dots(e.x1, kRows, w1, out1.data(), nullptr);
+      dev->dots(e.x2, kRows, w2, out2.data(), nullptr);
     }
   };
   all();  // context, module load, buffer growth

@@ -707,6 +707,14 @@ bool cpu_has_fma() {
 }  // namespace
 #endif
 
+bool weighted_abs_sum_rows_is_fused() {
+#if defined(__x86_64__)
+  return cpu_has_avx2() && cpu_has_fma();
+#else
+  return false;
+#endif
+}
+
 void weighted_abs_sum_rows(const double* const* r, int na, PackedNvfp4Row w, double* out) {
   if (packed_row_has_nan(w)) {
     for (int k = 0; k < na; ++k) out[k] = std::numeric_limits<double>::quiet_NaN();

@@ -150,5 +150,14 @@ void weighted_abs_sum_rows(const double* const* r, int na, PackedNvfp4Row w, dou
 // The same bound for a sparse list of (column, weight) pairs: sum r * |operand(w, column)|, inflated
 // by gamma_{n+2} (n = list length). NaN when a listed column's block scale is NaN.
 double sparse_weighted_abs_sum(std::span<const std::pair<int32_t, double>> r, PackedNvfp4Row w);
+// True when weighted_abs_sum_rows runs its AVX2 + FMA loop on this CPU (the order a dot device's flip
+// sums repeat, oracles/gpu/flip_math.h).
+bool weighted_abs_sum_rows_is_fused();
+
+// The code flips of one quantized activation row: (column, weight) pairs, weight >= 0. The GEMM bounds
+// sum them against a weight row with weighted_abs_sum_rows over the weights summed per column when
+// they are many (flips_are_dense), else with sparse_weighted_abs_sum (oracles/stages/gemm_bounds.h).
+using FlipList = std::vector<std::pair<int32_t, double>>;
+inline bool flips_are_dense(size_t count, int64_t cols) { return static_cast<int64_t>(count) * 16 > cols; }
 
 }  // namespace moefuzz

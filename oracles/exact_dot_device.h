@@ -1,8 +1,9 @@
 #pragma once
 // Where the W4A4 GEMM stages (oracles/stages/gemm1.cpp, gemm2.cpp) evaluate their exact dots: on the
 // CPU by default (exact_dot_rows, the reference), or on a device that computes all of one expert's
-// dots at once, bit-identical to exact_dot_rows (oracles/gpu/gpu_exact_dots.h: the GPU). Everything
-// else of the oracle (envelopes, flips, bounds, W4A16 dots) stays on the CPU. The choice is
+// dots at once, bit-identical to exact_dot_rows (oracles/gpu/gpu_exact_dots.h: the GPU), and with
+// them the flip magnitudes of the dots' bounds where the CPU's order can be repeated (DotFlips).
+// Everything else of the oracle (envelopes, intervals, W4A16 dots) stays on the CPU. The choice is
 // process-wide (`moefuzz --oracle-device gpu|cpu|auto`, MOEFUZZ_ORACLE_DEVICE; auto, the default: the
 // GPU in a process whose kernel under test runs on it) and can be overridden per thread (tests and
 // benchmarks compare both paths in one process).
@@ -37,6 +38,16 @@ struct DeviceWeights {
 // remembered content hash (core/expert_fingerprint.h: hashed once while the expert cannot change).
 Hash128 weight_content_key(const SharedVector<ExpertWeights>& experts, size_t e, int which);
 
+// The flip magnitudes a dots() call computes along with its dots: for activation row r (its code flips
+// rows[r]) and row o of a matrix, out at the dot's position holds the flip sum the GEMM bounds take
+// (flips_are_dense ? weighted_abs_sum_rows of the per-column sums : sparse_weighted_abs_sum), bit for
+// bit where weighted_abs_sum_rows_is_fused() (the stages hand flips to a device only there); NaN (any
+// payload) where the CPU's is NaN.
+struct DotFlips {
+  std::span<const FlipList> rows;  // one per activation row of the call
+  double* out = nullptr;           // one per dot, laid out as the dots
+};
+
 class ExactDotDevice {
  public:
   virtual ~ExactDotDevice() = default;
@@ -44,9 +55,10 @@ class ExactDotDevice {
   // Rows [0, rows) of `a` against every row of each matrix of `weights` (each matrix's cols ==
   // a.cols()). `out` holds the results matrix after matrix, each block [rows][matrix rows]
   // (sum_m rows * matrix rows entries); every entry equals RoundedDot::of(exact_dot_rows(...)) bit for
-  // bit. Throws ToolError (core/errors.h) on a device failure: moefuzz's own, never the kernel's.
+  // bit; with `flips`, their flip sums too. Throws ToolError (core/errors.h) on a device failure:
+  // moefuzz's own, never the kernel's.
   virtual void dots(const DecodedNvfp4& a, int64_t rows, std::span<const DeviceWeights> weights,
-                    RoundedDot* out) = 0;
+                    RoundedDot* out, const DotFlips* flips) = 0;
   // Calls of fewer multiply-adds stay on the CPU (where the device's fixed cost per call would exceed
   // the CPU's time for them); 0: every call goes to the device.
   virtual int64_t smallest_call() const { return 0; }

@@ -2,7 +2,8 @@
 // pair, activation rows fastest (neighbouring warps share a weight row through the caches), the
 // blocks of the dot spread over the lanes; each dot comes back rounded (RoundedDot, 16 bytes). The
 // arithmetic, the rounding included, is oracles/gpu/dot_math.h, the code the CPU unit test runs
-// against exact_dot_rows.
+// against exact_dot_rows. Flip sums (DotFlips) take one thread per pair, weight rows fastest (the
+// warp reads one activation row's flips, broadcast), in oracles/gpu/flip_math.h's order.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -18,6 +19,7 @@
 #include "core/cuda_in_process.h"
 #include "core/errors.h"
 #include "oracles/gpu/dot_math.h"
+#include "oracles/gpu/flip_math.h"
 #include "oracles/gpu/gpu_exact_dots.h"
 
 namespace moefuzz::gpu {
@@ -155,6 +157,14 @@ struct ThreadState {
   GrowingBuffer a_codes, a_scales, a_nan, w_scratch, results;
   GrowingBuffer host_results{GrowingBuffer::Where::kPinnedHost};
   std::vector<uint8_t> host_a_nan;
+  // The call's code flips: per row [first entry, end, dense row or -1], the entries' columns and
+  // weights, and the dense rows (one weight per column) built from them on the device.
+  GrowingBuffer flip_rows, flip_columns, flip_weights, flip_dense, flip_sums;
+  GrowingBuffer host_flips{GrowingBuffer::Where::kPinnedHost};
+  std::vector<int64_t> host_flip_rows;
+  std::vector<int32_t> host_flip_columns;
+  std::vector<double> host_flip_weights;
+  bool with_flips = false;
   std::unique_ptr<ResidentWeights> resident;
   uint64_t calls = 0;
   explicit ThreadState(int device) {
@@ -225,24 +235,62 @@ __global__ void exact_dots_kernel(const int8_t* __restrict__ a_codes, const int3
   }
 }
 
+// Dense flip row d (one weight per column) of activation row r: the row's entries added per column in
+// list order, as flip_terms does on the CPU. One thread per row; `dense` was zeroed.
+__global__ void dense_flips_kernel(const int64_t* __restrict__ flip_rows, const int32_t* __restrict__ columns,
+                                   const double* __restrict__ weights, int64_t rows, int64_t cols,
+                                   double* __restrict__ dense) {
+  const int64_t r = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (r >= rows || flip_rows[3 * r + 2] < 0) return;
+  double* row = dense + flip_rows[3 * r + 2] * cols;
+  for (int64_t k = flip_rows[3 * r]; k < flip_rows[3 * r + 1]; ++k) row[columns[k]] += weights[k];
+}
+
+// One thread per (activation row, weight row) pair, weight rows fastest; the pair's flip sum at its
+// dot's position (exact_dots_kernel's layout).
+__global__ void flip_sums_kernel(const int64_t* __restrict__ flip_rows, const int32_t* __restrict__ columns,
+                                 const double* __restrict__ weights, const double* __restrict__ dense,
+                                 int64_t rows, MatrixSet w, int64_t cols, double* __restrict__ out) {
+  const int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const int64_t total = w.first_row[w.count];
+  if (t >= rows * total) return;
+  const int64_t r = t / total, weight_row = t % total;
+  int m = 0;
+  while (weight_row >= w.first_row[m + 1]) ++m;
+  const int64_t o = weight_row - w.first_row[m], n = w.first_row[m + 1] - w.first_row[m];
+  const uint8_t* packed = w.packed[m] + o * (cols / 2);
+  const uint8_t* scales = w.scales[m] + o * (cols / 16);
+  const int64_t first = flip_rows[3 * r], end = flip_rows[3 * r + 1], d = flip_rows[3 * r + 2];
+  out[rows * w.first_row[m] + r * n + o] =
+      d >= 0 ? dense_flip_sum(dense + d * cols, packed, scales, cols)
+             : sparse_flip_sum(columns + first, weights + first, end - first, packed, scales);
+}
+
 class GpuExactDots final : public ExactDotDevice {
  public:
   explicit GpuExactDots(int64_t smallest_call) : smallest_call_(smallest_call) {}
   std::string name() const override { return "gpu"; }
   int64_t smallest_call() const override { return smallest_call_; }
 
-  void dots(const DecodedNvfp4& a, int64_t rows, std::span<const DeviceWeights> weights,
-            RoundedDot* out) override {
+  void dots(const DecodedNvfp4& a, int64_t rows, std::span<const DeviceWeights> weights, RoundedDot* out,
+            const DotFlips* flips) override {
     if (rows <= 0) return;
     if (rows > a.rows()) throw ToolError("GPU exact dots: more rows than the activation table holds");
     for (const DeviceWeights& w : weights)
       if (w.matrix->cols != a.cols()) throw ToolError("GPU exact dots: operand lengths differ");
+    if (flips != nullptr && static_cast<int64_t>(flips->rows.size()) != rows)
+      throw ToolError("GPU exact dots: flip rows differ from activation rows");
     ThreadState& s = thread_state();
     upload_activations(s, a, rows);
+    s.with_flips = flips != nullptr;
+    if (s.with_flips) upload_flips(s, flips->rows, a.cols());
+    double* flip_out = flips != nullptr ? flips->out : nullptr;
     for (size_t first = 0; first < weights.size(); first += kMaxMatrices) {
       const std::span<const DeviceWeights> part =
           weights.subspan(first, std::min<size_t>(kMaxMatrices, weights.size() - first));
-      out = launch(s, a, rows, part, out);
+      const RoundedDot* before = out;
+      out = launch(s, a, rows, part, out, flip_out);
+      if (flip_out != nullptr) flip_out += out - before;
     }
   }
 
@@ -263,9 +311,53 @@ class GpuExactDots final : public ExactDotDevice {
           "upload of activation NaN flags");
   }
 
-  // Up to kMaxMatrices matrices in one launch; returns the position after their results in `out`.
+  // The rows' flip lists as three flat arrays, and their dense rows built on the device.
+  static void upload_flips(ThreadState& s, std::span<const FlipList> lists, int64_t cols) {
+    const size_t rows = lists.size();
+    s.host_flip_rows.resize(3 * rows);
+    s.host_flip_columns.clear();
+    s.host_flip_weights.clear();
+    int64_t dense_rows = 0;
+    for (size_t r = 0; r < rows; ++r) {
+      const FlipList& list = lists[r];
+      s.host_flip_rows[3 * r] = static_cast<int64_t>(s.host_flip_columns.size());
+      for (const auto& [column, weight] : list) {
+        if (column < 0 || column >= cols)
+          throw ToolError("GPU exact dots: a flip's column is out of its row");
+        s.host_flip_columns.push_back(column);
+        s.host_flip_weights.push_back(weight);
+      }
+      s.host_flip_rows[3 * r + 1] = static_cast<int64_t>(s.host_flip_columns.size());
+      s.host_flip_rows[3 * r + 2] = flips_are_dense(list.size(), cols) ? dense_rows++ : -1;
+    }
+    const size_t entries = s.host_flip_columns.size();
+    check(cudaMemcpyAsync(s.flip_rows.reserve(3 * rows * 8), s.host_flip_rows.data(), 3 * rows * 8,
+                          cudaMemcpyHostToDevice, s.stream),
+          "upload of flip rows");
+    if (entries > 0) {
+      check(cudaMemcpyAsync(s.flip_columns.reserve(entries * 4), s.host_flip_columns.data(), entries * 4,
+                            cudaMemcpyHostToDevice, s.stream),
+            "upload of flip columns");
+      check(cudaMemcpyAsync(s.flip_weights.reserve(entries * 8), s.host_flip_weights.data(), entries * 8,
+                            cudaMemcpyHostToDevice, s.stream),
+            "upload of flip weights");
+    }
+    if (dense_rows > 0) {
+      const size_t bytes = static_cast<size_t>(dense_rows * cols) * 8;
+      check(cudaMemsetAsync(s.flip_dense.reserve(bytes), 0, bytes, s.stream), "clearing the dense flip rows");
+      constexpr int kThreads = 128;
+      dense_flips_kernel<<<static_cast<unsigned>((rows + kThreads - 1) / kThreads), kThreads, 0, s.stream>>>(
+          static_cast<const int64_t*>(s.flip_rows.get()), static_cast<const int32_t*>(s.flip_columns.get()),
+          static_cast<const double*>(s.flip_weights.get()), static_cast<int64_t>(rows), cols,
+          static_cast<double*>(s.flip_dense.get()));
+      check(cudaGetLastError(), "dense flip kernel launch");
+    }
+  }
+
+  // Up to kMaxMatrices matrices in one launch; returns the position after their results in `out`
+  // (and writes their flip sums to flip_out when the call has flips).
   static RoundedDot* launch(ThreadState& s, const DecodedNvfp4& a, int64_t rows,
-                            std::span<const DeviceWeights> weights, RoundedDot* out) {
+                            std::span<const DeviceWeights> weights, RoundedDot* out, double* flip_out) {
     const int64_t cols = a.cols();
     const uint64_t call = ++s.calls;
     MatrixSet set{};
@@ -319,9 +411,23 @@ class GpuExactDots final : public ExactDotDevice {
     void* host = s.host_results.reserve(pairs * sizeof(double2));
     check(cudaMemcpyAsync(host, d_out, pairs * sizeof(double2), cudaMemcpyDeviceToHost, s.stream),
           "download of the dots");
+    if (s.with_flips) {
+      auto* d_flips = static_cast<double*>(s.flip_sums.reserve(pairs * sizeof(double)));
+      constexpr int kFlipThreads = 128;
+      flip_sums_kernel<<<static_cast<unsigned>((pairs + kFlipThreads - 1) / kFlipThreads), kFlipThreads, 0,
+                         s.stream>>>(
+          static_cast<const int64_t*>(s.flip_rows.get()), static_cast<const int32_t*>(s.flip_columns.get()),
+          static_cast<const double*>(s.flip_weights.get()), static_cast<const double*>(s.flip_dense.get()),
+          rows, set, cols, d_flips);
+      check(cudaGetLastError(), "flip-sum kernel launch");
+      check(cudaMemcpyAsync(s.host_flips.reserve(pairs * sizeof(double)), d_flips, pairs * sizeof(double),
+                            cudaMemcpyDeviceToHost, s.stream),
+            "download of the flip sums");
+    }
     check(cudaStreamSynchronize(s.stream), "exact-dot kernel");
     static_assert(sizeof(RoundedDot) == sizeof(double2), "RoundedDot is {value, abs_value}");
     std::memcpy(static_cast<void*>(out), host, pairs * sizeof(double2));
+    if (s.with_flips) std::memcpy(flip_out, s.host_flips.get(), pairs * sizeof(double));
     return out + pairs;
   }
 

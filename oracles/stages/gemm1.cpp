@@ -96,20 +96,20 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
     return out;
   }
   const QuantizedInputs& qa = in.quantized;
-  std::vector<FlipTerms> fl(static_cast<size_t>(n));
-  for (int64_t j = 0; j < n; ++j)
-    fl[static_cast<size_t>(j)] = flip_terms(qa.flips[static_cast<size_t>(j)], H);
   // On a dot device (oracles/exact_dot_device.h) all n x I gate and up dots come back at once,
-  // [gate rows][up rows], bit-identical to the exact_dot_rows calls below.
+  // [gate rows][up rows], bit-identical to the exact_dot_rows calls below, and with them their flip
+  // sums where the device repeats the CPU's order.
   ExactDotDevice* device = exact_dot_device();
   if (!use_dot_device(device, n * 2 * I * H)) device = nullptr;
-  std::vector<RoundedDot> device_dots;
+  DeviceGemm on_device;
   if (device != nullptr) {
-    device_dots.resize(static_cast<size_t>(2 * n * I));
     const DeviceWeights weights[2] = {device_weights(c, rows, W, W.gate, 0),
                                       device_weights(c, rows, W, W.up, 1)};
-    device->dots(qa.rows, n, weights, device_dots.data());
+    on_device = device_gemm(*device, qa, n, weights);
   }
+  const bool flips_on_device = !on_device.flips.empty();
+  std::vector<FlipTerms> fl(flips_on_device ? 0 : static_cast<size_t>(n));
+  for (size_t j = 0; j < fl.size(); ++j) fl[j] = flip_terms(qa.flips[j], H);
   // Tiles of 2 x kDotRows rows against every packed weight row: the tile's decoded rows stay in L1,
   // each weight row is read from memory once per tile and its groups are decoded once per
   // exact_dot_rows call.
@@ -121,15 +121,22 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
       const PackedNvfp4Row pg = packed_row(W.gate, o), pu = packed_row(W.up, o);
       if (device != nullptr) {
         for (int r = 0; r < na; ++r) {
-          dgs[r] = device_dots[static_cast<size_t>((j0 + r) * I + o)];
-          dus[r] = device_dots[static_cast<size_t>(n * I + (j0 + r) * I + o)];
+          const size_t g = static_cast<size_t>((j0 + r) * I + o), u = static_cast<size_t>(n * I) + g;
+          dgs[r] = on_device.dots[g];
+          dus[r] = on_device.dots[u];
+          if (flips_on_device) {
+            fg[r] = on_device.flips[g];
+            fu[r] = on_device.flips[u];
+          }
         }
       } else {
         rounded_dot_rows(qa.rows, j0, na, pg, dgs);
         rounded_dot_rows(qa.rows, j0, na, pu, dus);
       }
-      flip_sums(fl, j0, na, pg, fg);
-      flip_sums(fl, j0, na, pu, fu);
+      if (!flips_on_device) {
+        flip_sums(fl, j0, na, pg, fg);
+        flip_sums(fl, j0, na, pu, fu);
+      }
       for (int r = 0; r < na; ++r) {
         const int64_t j = j0 + r;
         if (qa.indeterminate[static_cast<size_t>(j)]) {

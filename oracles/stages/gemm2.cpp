@@ -95,19 +95,19 @@ void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const Expert
     return;
   }
   const QuantizedInputs& qh = in.quantized;
-  std::vector<FlipTerms> fl(static_cast<size_t>(n));
-  for (int64_t j = 0; j < n; ++j)
-    fl[static_cast<size_t>(j)] = flip_terms(qh.flips[static_cast<size_t>(j)], I);
   // On a dot device (oracles/exact_dot_device.h) all n x H dots come back at once, bit-identical to
-  // the exact_dot_rows calls below.
+  // the exact_dot_rows calls below, and with them their flip sums where the device repeats the CPU's
+  // order.
   ExactDotDevice* device = exact_dot_device();
   if (!use_dot_device(device, n * H * I)) device = nullptr;
-  std::vector<RoundedDot> device_dots;
+  DeviceGemm on_device;
   if (device != nullptr) {
-    device_dots.resize(static_cast<size_t>(n * H));
     const DeviceWeights weights[1] = {device_weights(c, rows, W, W.down, 2)};
-    device->dots(qh.rows, n, weights, device_dots.data());
+    on_device = device_gemm(*device, qh, n, weights);
   }
+  const bool flips_on_device = !on_device.flips.empty();
+  std::vector<FlipTerms> fl(flips_on_device ? 0 : static_cast<size_t>(n));
+  for (size_t j = 0; j < fl.size(); ++j) fl[j] = flip_terms(qh.flips[j], I);
   // Tiles of 2 x kDotRows rows: the dense flip magnitudes (most of the unconditioned FC2 input's
   // codes flip) run 8 rows per decoded weight block.
   for (int64_t j0 = 0; j0 < n; j0 += 2 * kDotRows) {
@@ -117,11 +117,15 @@ void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const Expert
     for (int64_t o = 0; o < H; ++o) {
       const PackedNvfp4Row pd = packed_row(W.down, o);
       if (device != nullptr) {
-        for (int r = 0; r < na; ++r) ds[r] = device_dots[static_cast<size_t>((j0 + r) * H + o)];
+        for (int r = 0; r < na; ++r) {
+          const size_t at = static_cast<size_t>((j0 + r) * H + o);
+          ds[r] = on_device.dots[at];
+          if (flips_on_device) fs[r] = on_device.flips[at];
+        }
       } else {
         rounded_dot_rows(qh.rows, j0, na, pd, ds);
       }
-      flip_sums(fl, j0, na, pd, fs);
+      if (!flips_on_device) flip_sums(fl, j0, na, pd, fs);
       for (int r = 0; r < na; ++r) {
         const int64_t j = j0 + r;
         finish(j, o,

@@ -113,10 +113,27 @@ Interval add_expert_bias(Interval v, double b) {
   return {lo - widen, hi + widen};
 }
 
+DeviceGemm device_gemm(ExactDotDevice& device, const QuantizedInputs& q, int64_t n,
+                       std::span<const DeviceWeights> weights) {
+  int64_t dots = 0;
+  for (const DeviceWeights& w : weights) dots += n * w.matrix->rows;
+  DeviceGemm out;
+  out.dots.resize(static_cast<size_t>(dots));
+  if (!weighted_abs_sum_rows_is_fused()) {
+    device.dots(q.rows, n, weights, out.dots.data(), nullptr);
+    return out;
+  }
+  out.flips.resize(static_cast<size_t>(dots));
+  const DotFlips flips{.rows = std::span<const FlipList>(q.flips.data(), static_cast<size_t>(n)),
+                       .out = out.flips.data()};
+  device.dots(q.rows, n, weights, out.dots.data(), &flips);
+  return out;
+}
+
 FlipTerms flip_terms(const std::vector<std::pair<int32_t, double>>& flips, int64_t cols) {
   FlipTerms t;
   t.sparse = &flips;
-  if (static_cast<int64_t>(flips.size()) * 16 > cols) {
+  if (flips_are_dense(flips.size(), cols)) {
     t.dense.assign(static_cast<size_t>(cols), 0.0);
     for (const auto& [i, r] : flips) t.dense[static_cast<size_t>(i)] += r;
   }

@@ -71,8 +71,18 @@ DeviceWeights device_weights(const Case& c, const ExpertRows& rows, const Expert
 // acc in `v`. One rounding (exact when it underflows); NaN (nothing said) near the fp32 overflow.
 Interval add_expert_bias(Interval v, double b);
 
+// A W4A4 GEMM stage's dots of one expert on a dot device: rows [0, n) of `q` against each matrix of
+// `weights` (ExactDotDevice::dots's layout), with their flip sums where the device can repeat the
+// CPU's order (weighted_abs_sum_rows_is_fused; `flips` empty otherwise, and the stage sums the flips).
+struct DeviceGemm {
+  std::vector<RoundedDot> dots;
+  std::vector<double> flips;
+};
+DeviceGemm device_gemm(ExactDotDevice& device, const QuantizedInputs& q, int64_t n,
+                       std::span<const DeviceWeights> weights);
+
 // The code flips of one quantized row (column, weight), in the form the per-output loop reads
-// fastest: a dense per-column vector when they are many, else the sparse list.
+// fastest: a dense per-column vector when they are many (flips_are_dense), else the sparse list.
 struct FlipTerms {
   const std::vector<std::pair<int32_t, double>>* sparse = nullptr;
   std::vector<double> dense;

@@ -20,7 +20,8 @@ namespace {
 class FailingDevice final : public ExactDotDevice {
  public:
   std::string name() const override { return "failing"; }
-  void dots(const DecodedNvfp4&, int64_t, std::span<const DeviceWeights>, RoundedDot*) override {
+  void dots(const DecodedNvfp4&, int64_t, std::span<const DeviceWeights>, RoundedDot*,
+            const DotFlips*) override {
     ++calls;
     throw ToolError("GPU exact dots: kernel launch failed: cudaErrorLaunchFailure (test)");
   }

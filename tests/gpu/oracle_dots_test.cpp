@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -63,9 +64,21 @@ std::string difference(const Verdict& va, const std::vector<StageExpectation>& a
   return "";
 }
 
+// The flip sum the GEMM bounds take on the CPU (gemm_bounds.h flip_terms + flip_sums), one row.
+double cpu_flip_sum(const FlipList& flips, PackedNvfp4Row w) {
+  if (!flips_are_dense(flips.size(), w.cols)) return sparse_weighted_abs_sum(flips, w);
+  std::vector<double> dense(static_cast<size_t>(w.cols), 0.0);
+  for (const auto& [i, r] : flips) dense[static_cast<size_t>(i)] += r;
+  const double* rows[1] = {dense.data()};
+  double out = 0;
+  weighted_abs_sum_rows(rows, 1, w, &out);
+  return out;
+}
+
 TEST(GpuOracle, DeviceDotsEqualExactDotRowsOnHostileScales) {
   REQUIRE_GPU(dev);
-  int64_t pairs = 0, nan_pairs = 0;
+  ASSERT_TRUE(weighted_abs_sum_rows_is_fused()) << "the device's flip sums repeat the AVX2 + FMA loop";
+  int64_t pairs = 0, nan_pairs = 0, flip_pairs = 0;
   for (int64_t cols : {16, 48, 144, 2048, 2064, 7168}) {
     const Nvfp4Matrix am = test::hostile_matrix(13, cols, 100 + cols);
     const DecodedNvfp4 a = DecodedNvfp4::from_matrix(am);
@@ -75,12 +88,16 @@ TEST(GpuOracle, DeviceDotsEqualExactDotRowsOnHostileScales) {
     // five matrices take two launches (at most four each).
     const Hash128 k1{static_cast<uint64_t>(cols), 1}, k2{static_cast<uint64_t>(cols), 2};
     const DeviceWeights ws[5] = {{&w1, k1}, {&w2, std::nullopt}, {&w1, k1}, {&w2, k2}, {&w1, std::nullopt}};
-    for (int round = 0; round < 2; ++round)
+    const std::vector<FlipList> flip_lists = test::hostile_flips(a.rows(), cols, 400 + cols);
+    for (int round = 0; round < 2; ++round)                      // the second round with flip sums
       for (int64_t rows : {int64_t{1}, int64_t{9}, a.rows()}) {  // fewer rows than the table holds, too
         int64_t total = 0;
         for (const DeviceWeights& w : ws) total += rows * w.matrix->rows;
         std::vector<RoundedDot> got(static_cast<size_t>(total));
-        dev->dots(a, rows, ws, got.data());
+        std::vector<double> got_flips(static_cast<size_t>(total), -1.0);
+        const DotFlips flips{.rows = std::span<const FlipList>(flip_lists.data(), static_cast<size_t>(rows)),
+                             .out = got_flips.data()};
+        dev->dots(a, rows, ws, got.data(), round == 1 ? &flips : nullptr);
         int64_t base = 0;
         for (const DeviceWeights& dw : ws) {
           const Nvfp4Matrix& w = *dw.matrix;
@@ -95,6 +112,14 @@ TEST(GpuOracle, DeviceDotsEqualExactDotRowsOnHostileScales) {
                   << g.value << " / " << g.abs_value << ", want " << want.value << " / " << want.abs_value;
               ++pairs;
               nan_pairs += ref.nan;
+              if (round == 1) {
+                const double fw = cpu_flip_sum(flip_lists[static_cast<size_t>(r)], packed_row(w, o)),
+                             fg = got_flips[static_cast<size_t>(base + r * w.rows + o)];
+                ASSERT_TRUE((std::isnan(fw) && std::isnan(fg)) || std::memcmp(&fw, &fg, sizeof fw) == 0)
+                    << "flip sum, cols " << cols << " rows " << rows << " row " << r << " x weight row " << o
+                    << ": got " << fg << ", want " << fw;
+                ++flip_pairs;
+              }
             }
           base += rows * w.rows;
         }
@@ -102,8 +127,10 @@ TEST(GpuOracle, DeviceDotsEqualExactDotRowsOnHostileScales) {
   }
   EXPECT_GT(nan_pairs, 0);
   EXPECT_LT(nan_pairs, pairs);  // both kinds compared
-  std::printf("gpu-oracle: %lld device dots equal exact_dot_rows, rounded (%lld with a NaN scale)\n",
-              static_cast<long long>(pairs), static_cast<long long>(nan_pairs));
+  std::printf(
+      "gpu-oracle: %lld device dots equal exact_dot_rows, rounded (%lld with a NaN scale); %lld flip sums "
+      "equal the CPU's\n",
+      static_cast<long long>(pairs), static_cast<long long>(nan_pairs), static_cast<long long>(flip_pairs));
 }
 
 TEST(GpuOracle, GoldenLayerCasesAreBitIdentical) {

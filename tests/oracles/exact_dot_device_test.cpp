@@ -29,22 +29,36 @@ class CpuDotDevice final : public ExactDotDevice {
   explicit CpuDotDevice(int64_t smallest = 0) : smallest_(smallest) {}
   std::string name() const override { return "cpu-as-device"; }
   int64_t smallest_call() const override { return smallest_; }
-  void dots(const DecodedNvfp4& a, int64_t rows, std::span<const DeviceWeights> weights,
-            RoundedDot* out) override {
+  void dots(const DecodedNvfp4& a, int64_t rows, std::span<const DeviceWeights> weights, RoundedDot* out,
+            const DotFlips* flips) override {
     ++calls;
+    with_flips += flips != nullptr ? 1 : 0;
+    double* flip_out = flips != nullptr ? flips->out : nullptr;
     for (const DeviceWeights& w : weights) {
       (w.content ? named : unnamed)++;
       if (w.content) contents.push_back(*w.content);
       for (int64_t r = 0; r < rows; ++r)
         for (int64_t o = 0; o < w.matrix->rows; ++o) {
           ExactDot d;
-          exact_dot_rows(a, r, 1, packed_row(*w.matrix, o), &d);
+          const PackedNvfp4Row row = packed_row(*w.matrix, o);
+          exact_dot_rows(a, r, 1, row, &d);
           *out++ = RoundedDot::of(d);
+          if (flip_out != nullptr) *flip_out++ = flip_sum(flips->rows[static_cast<size_t>(r)], row);
         }
     }
   }
+  // The flip sum the GEMM bounds take (gemm_bounds.h flip_terms + flip_sums), one row at a time.
+  static double flip_sum(const FlipList& flips, PackedNvfp4Row w) {
+    if (!flips_are_dense(flips.size(), w.cols)) return sparse_weighted_abs_sum(flips, w);
+    std::vector<double> dense(static_cast<size_t>(w.cols), 0.0);
+    for (const auto& [i, r] : flips) dense[static_cast<size_t>(i)] += r;
+    const double* rows[1] = {dense.data()};
+    double out = 0;
+    weighted_abs_sum_rows(rows, 1, w, &out);
+    return out;
+  }
   int64_t smallest_;
-  int calls = 0, named = 0, unnamed = 0;
+  int calls = 0, named = 0, unnamed = 0, with_flips = 0;
   std::vector<Hash128> contents;
 };
 
@@ -98,6 +112,8 @@ TEST(ExactDotDevice, EvaluationThroughADeviceEqualsTheCpuAndNamesTheCasesWeights
   EXPECT_TRUE(same_stages(cpu, on_none));
   EXPECT_GT(every.calls, 0);
   EXPECT_EQ(none.calls, 0) << "a call below the smallest call stays on the CPU";
+  // The flip sums go to the device with the dots where it can repeat the CPU's order.
+  EXPECT_EQ(every.with_flips, weighted_abs_sum_rows_is_fused() ? every.calls : 0);
   // Every matrix the stages hand over is the case's own and is named: gate, up and down of one expert
   // by three different keys, the same content by the same key in a second evaluation.
   EXPECT_EQ(every.unnamed, 0);
