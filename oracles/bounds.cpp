@@ -4,6 +4,10 @@
 #include <cmath>
 #include <limits>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 #include "core/bf16.h"
 #include "core/e2m1.h"
 #include "core/e4m3.h"
@@ -103,7 +107,91 @@ CodeRange code_range(double lo, double hi, const BlockQuant& q) {
   return r;
 }
 
+// The unflushed [umin, umax] of code_range for four elements at once (q not zero): the same
+// operations in the same order as code_range, four lanes wide, so the same bits. float_down/float_up:
+// the RN conversion, one ulp toward the bound when it went past x (0 -> the smallest subnormal).
+// e2m1_to_float(e2m1_from_float(f)) is the sum of the steps of the thresholds |f| passes, with f's
+// sign (the thresholds and steps are exact floats).
+#if defined(__x86_64__)
+__attribute__((target("avx2"), always_inline)) inline __m128 e2m1_round_avx2(__m128 f) {
+  const __m128 sign = _mm_and_ps(f, _mm_set1_ps(-0.0f)), a = _mm_andnot_ps(_mm_set1_ps(-0.0f), f);
+  const auto step = [&](__m128 passed, float value) { return _mm_and_ps(passed, _mm_set1_ps(value)); };
+  __m128 v = step(_mm_cmp_ps(a, _mm_set1_ps(0.25f), _CMP_GT_OQ), 0.5f);
+  v = _mm_add_ps(v, step(_mm_cmp_ps(a, _mm_set1_ps(0.75f), _CMP_GE_OQ), 0.5f));
+  v = _mm_add_ps(v, step(_mm_cmp_ps(a, _mm_set1_ps(1.25f), _CMP_GT_OQ), 0.5f));
+  v = _mm_add_ps(v, step(_mm_cmp_ps(a, _mm_set1_ps(1.75f), _CMP_GE_OQ), 0.5f));
+  v = _mm_add_ps(v, step(_mm_cmp_ps(a, _mm_set1_ps(2.5f), _CMP_GT_OQ), 1.0f));
+  v = _mm_add_ps(v, step(_mm_cmp_ps(a, _mm_set1_ps(3.5f), _CMP_GE_OQ), 1.0f));
+  v = _mm_add_ps(v, step(_mm_cmp_ps(a, _mm_set1_ps(5.0f), _CMP_GT_OQ), 2.0f));
+  return _mm_or_ps(v, sign);
+}
+// float_down (toward_up false) or float_up of four doubles.
+__attribute__((target("avx2"), always_inline)) inline __m128 float_toward_avx2(__m256d x, bool toward_up) {
+  const __m128 f = _mm256_cvtpd_ps(x);  // RN, as static_cast<float>
+  const __m256d back = _mm256_cvtps_pd(f);
+  const __m128 past =
+      _mm256_castps256_ps128(_mm256_permutevar8x32_ps(  // one 32-bit mask per lane, from the 64-bit ones
+          _mm256_castpd_ps(_mm256_cmp_pd(back, x, toward_up ? _CMP_LT_OQ : _CMP_GT_OQ)),
+          _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0)));
+  // One ulp: bits - 1 toward zero, bits + 1 away from it; toward -inf a positive f moves toward zero.
+  const __m128i positive = _mm_castps_si128(_mm_cmp_ps(f, _mm_setzero_ps(), _CMP_GT_OQ));  // -1 or 0
+  const __m128i delta = toward_up ? _mm_sub_epi32(_mm_set1_epi32(-1), _mm_add_epi32(positive, positive))
+                                  : _mm_add_epi32(_mm_set1_epi32(1), _mm_add_epi32(positive, positive));
+  const __m128 stepped = _mm_castsi128_ps(_mm_add_epi32(_mm_castps_si128(f), delta));
+  const __m128 zero = _mm_cmp_ps(f, _mm_setzero_ps(), _CMP_EQ_OQ);
+  const __m128 moved = _mm_blendv_ps(stepped, _mm_set1_ps(toward_up ? 0x1p-149f : -0x1p-149f), zero);
+  return _mm_blendv_ps(f, moved, past);
+}
+__attribute__((target("avx2"))) void unflushed_codes16_avx2(const double* lo, const double* hi,
+                                                            const BlockQuant& q, float* umin, float* umax) {
+  const __m256d os = _mm256_set1_pd(q.os), down = _mm256_set1_pd(1 - q.rel), up = _mm256_set1_pd(1 + q.rel);
+  for (int k = 0; k < 16; k += 4) {
+    const __m256d a = _mm256_mul_pd(_mm256_loadu_pd(lo + k), os),
+                  b = _mm256_mul_pd(_mm256_loadu_pd(hi + k), os);
+    // std::min(x, y) is y < x ? y : x (min_pd(y, x)); std::max(x, y) is x < y ? y : x (max_pd(y, x))
+    const __m256d ymin = _mm256_min_pd(_mm256_mul_pd(a, up), _mm256_mul_pd(a, down));
+    const __m256d ymax = _mm256_max_pd(_mm256_mul_pd(b, up), _mm256_mul_pd(b, down));
+    _mm_storeu_ps(umin + k, e2m1_round_avx2(float_toward_avx2(ymin, false)));
+    _mm_storeu_ps(umax + k, e2m1_round_avx2(float_toward_avx2(ymax, true)));
+  }
+}
+#endif
+
+bool cpu_has_avx2_for_bounds() {
+#if defined(__x86_64__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  return avx2;
+#else
+  return false;
+#endif
+}
+
+// The unflushed ranges of 16 elements (one block; q not zero): four lanes at a time where the CPU
+// has AVX2 (and simd is set), else code_range one by one.
+void unflushed_codes16(const double* lo, const double* hi, const BlockQuant& q, float* umin, float* umax,
+                       bool simd = true) {
+#if defined(__x86_64__)
+  if (simd && cpu_has_avx2_for_bounds()) {
+    unflushed_codes16_avx2(lo, hi, q, umin, umax);
+    return;
+  }
+#endif
+  for (int k = 0; k < 16; ++k) {
+    const CodeRange r = code_range(lo[k], hi[k], q);
+    umin[k] = r.unflushed_min;
+    umax[k] = r.unflushed_max;
+  }
+}
+
 }  // namespace
+
+bool nvfp4_unflushed_codes16(const double* lo, const double* hi, float s_q, float sfd, bool simd, float* umin,
+                             float* umax) {
+  const BlockQuant q(s_q, sfd);
+  if (q.zero || q.flush) return false;
+  unflushed_codes16(lo, hi, q, umin, umax, simd);
+  return true;
+}
 
 double gamma_n(double n, double u) {
   const double nu = n * u;
@@ -218,25 +306,39 @@ Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double>
       env.lo[i] = kInf;
       env.hi[i] = -kInf;
     }
+    float vmin[16], vmax[16];
+    // The code range of each element under q: without a possible flush the unflushed range, for the
+    // whole block at once; else code_range's hull.
+    const auto ranges = [&](const BlockQuant& q) {
+      if (!q.zero && !q.flush) {
+        unflushed_codes16(&lo[16 * b], &hi[16 * b], q, vmin, vmax);
+        return;
+      }
+      for (size_t k = 0; k < 16; ++k) {
+        const CodeRange r = code_range(lo[16 * b + k], hi[16 * b + k], q);
+        vmin[k] = r.vmin;
+        vmax[k] = r.vmax;
+      }
+    };
     for (int byte = blo; byte <= bhi; ++byte) {
       const float sfd = e4m3_to_float(static_cast<uint8_t>(byte));
-      const BlockQuant q(s_q, sfd);
-      for (size_t i = 16 * b; i < 16 * b + 16; ++i) {
-        const CodeRange r = code_range(lo[i], hi[i], q);
-        env.lo[i] = std::min(env.lo[i], static_cast<double>(r.vmin) * sfd);
-        env.hi[i] = std::max(env.hi[i], static_cast<double>(r.vmax) * sfd);
+      ranges(BlockQuant(s_q, sfd));
+      for (size_t k = 0; k < 16; ++k) {
+        const size_t i = 16 * b + k;
+        env.lo[i] = std::min(env.lo[i], static_cast<double>(vmin[k]) * sfd);
+        env.hi[i] = std::max(env.hi[i], static_cast<double>(vmax[k]) * sfd);
       }
     }
     // Representative: the center point quantized under bc, clamped into bc's admissible codes.
     const float sfd_c = e4m3_to_float(bc);
-    const BlockQuant qc(s_q, sfd_c);
-    for (size_t i = 16 * b; i < 16 * b + 16; ++i) {
-      const CodeRange r = code_range(lo[i], hi[i], qc);
+    ranges(BlockQuant(s_q, sfd_c));
+    for (size_t k = 0; k < 16; ++k) {
+      const size_t i = 16 * b + k;
       float v = 0.0f;
       if (sfd_c != 0.0f) {
         const float y = static_cast<float>(static_cast<double>(static_cast<float>(center[i])) *
                                            (s_q / static_cast<double>(sfd_c)));
-        v = std::clamp(e2m1_to_float(e2m1_from_float(y)), r.vmin, r.vmax);
+        v = std::clamp(e2m1_to_float(e2m1_from_float(y)), vmin[k], vmax[k]);
       }
       env.center_codes[i] = e2m1_from_float(v);  // exact: v is an E2M1 value
     }
@@ -259,6 +361,15 @@ int64_t nvfp4_admits(std::span<const double> lo, std::span<const double> hi, flo
     if (!byte_ok) return -1 - static_cast<int64_t>(b);
     if (zero_scale) continue;  // every code decodes to 0
     const BlockQuant q(s_q, sfd);
+    if (!q.flush) {
+      float umin[16], umax[16];
+      unflushed_codes16(&lo[16 * b], &hi[16 * b], q, umin, umax);
+      for (size_t k = 0; k < 16; ++k) {
+        const float v = e2m1_to_float(codes[16 * b + k]);
+        if (!(v >= umin[k] && v <= umax[k])) return static_cast<int64_t>(16 * b + k);
+      }
+      continue;
+    }
     for (size_t i = 16 * b; i < 16 * b + 16; ++i) {
       const CodeRange r = code_range(lo[i], hi[i], q);
       if (!r.admits(e2m1_to_float(codes[i]))) return static_cast<int64_t>(i);

@@ -131,6 +131,14 @@ struct Nvfp4Envelope {
 };
 // `lo`/`hi`: per-element interval of the values the kernel quantizes (fp32/bf16 values);
 // `center`: a representative point inside (e.g. the oracle's value); `s_q`: the quantization scale.
+// The unflushed E2M1 value range [umin, umax] the envelope and nvfp4_admits take for the 16 elements
+// [lo, hi] of one block under S_q and block scale value sfd: four elements at a time where the CPU
+// has AVX2 and `simd` is set, else one at a time (the same operations; tests hold the two to each
+// other). False, nothing written, when sfd is 0 or a flush is possible (those blocks take the
+// element-wise path).
+bool nvfp4_unflushed_codes16(const double* lo, const double* hi, float s_q, float sfd, bool simd, float* umin,
+                             float* umax);
+
 Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double> hi,
                              std::span<const double> center, float s_q);
 // True when nothing can be said about the row's quantization (a non-finite input or scale): the

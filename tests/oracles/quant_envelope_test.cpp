@@ -3,12 +3,15 @@
 // tie admits only the tie rule's code (and a ties-away code is a witness), while any other S_q keeps
 // the 2^-20 widening that admits both neighbours; (2) where the fast-math outScale may flush to +Inf
 // the flushed codes (+-6, +6 for zero) are admitted exactly - as a union with the unflushed codes,
-// not as their hull.
+// not as their hull. And the block-wide SIMD code ranges against the element-wise ones.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "core/e4m3.h"
+#include "core/rng.h"
 #include "oracles/bounds.h"
 
 namespace moefuzz {
@@ -64,6 +67,66 @@ TEST(QuantEnvelope, FlushedOutScaleIsAdmittedAsAUnion) {
   EXPECT_EQ(b.admits(3.0e38f, kE4m3MaxCode), 2);
   b.codes[2] = 0xF;  // -6 for a zero element: neither outcome
   EXPECT_EQ(b.admits(3.0e38f, kE4m3MaxCode), 2);
+}
+
+// The envelope and nvfp4_admits take a block's unflushed code ranges four elements at a time (AVX2);
+// they must equal the element-wise code ranges bit for bit on every kind of interval: ties of the
+// E2M1 thresholds, float rounding boundaries, zeros of both signs, subnormal and huge values, wide
+// intervals, both S_q kinds (power of two or not) and every finite block scale.
+TEST(QuantEnvelope, BlockWideCodeRangesEqualTheElementWiseOnes) {
+  const Stream s(7, "code-ranges");
+  const double thresholds[] = {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0};
+  const float s_qs[] = {512.0f, 448.0f * 6.0f / 3.7f, 0x1p-20f, 1.0f, 0x1p100f};
+  int64_t blocks = 0, differing_lanes = 0;
+  for (uint64_t t = 0; t < 20000; ++t) {
+    const float s_q = s_qs[t % 5];
+    float sfd = e4m3_to_float(static_cast<uint8_t>(1 + s.bits(t * 40) % 0x7E));
+    double lo[16], hi[16];
+    for (int k = 0; k < 16; ++k) {
+      const uint64_t i = t * 40 + 1 + static_cast<uint64_t>(k) * 2;
+      const double os = static_cast<double>(s_q) / static_cast<double>(sfd);
+      double x = 0;
+      switch (s.bits(i) % 6) {
+        case 0:  // on a threshold once scaled, or one float ulp beside it
+          x = thresholds[s.bits(i + 1) % 8] / os;
+          if (s.bits(i + 1) & 8) x = std::nextafter(static_cast<float>(x), 1e30f);
+          break;
+        case 1:
+          x = (s.bits(i + 1) & 1) ? 0.0 : -0.0;
+          break;
+        case 2:
+          x = std::ldexp(s.uniform(i + 1), -140 - static_cast<int>(s.bits(i + 1) % 30));
+          break;
+        case 3:
+          x = std::ldexp(s.uniform(i + 1), 100 + static_cast<int>(s.bits(i + 1) % 30));
+          break;
+        default:
+          x = (s.uniform(i + 1) * 14 - 7) / os;
+      }
+      if (s.bits(i + 1) & 16) x = -x;
+      const double w = s.bits(i + 1) & 32 ? 0.0
+                                          : std::fabs(x) * std::ldexp(s.uniform(i + 2),
+                                                                      -static_cast<int>(s.bits(i + 2) % 40));
+      lo[k] = x - w;
+      hi[k] = x + w;
+    }
+    float simd_min[16], simd_max[16], one_min[16], one_max[16];
+    const bool taken = nvfp4_unflushed_codes16(lo, hi, s_q, sfd, true, simd_min, simd_max);
+    ASSERT_EQ(taken, nvfp4_unflushed_codes16(lo, hi, s_q, sfd, false, one_min, one_max));
+    if (!taken) continue;  // a possible flush: the element-wise path only
+    ++blocks;
+    for (int k = 0; k < 16; ++k) {
+      const bool same =
+          std::memcmp(&simd_min[k], &one_min[k], 4) == 0 && std::memcmp(&simd_max[k], &one_max[k], 4) == 0;
+      differing_lanes += same ? 0 : 1;
+      EXPECT_TRUE(same) << "block " << t << " element " << k << ": [" << lo[k] << ", " << hi[k] << "] S_q "
+                        << s_q << " sfd " << sfd << ": simd [" << simd_min[k] << ", " << simd_max[k]
+                        << "], element-wise [" << one_min[k] << ", " << one_max[k] << "]";
+      if (!same) return;
+    }
+  }
+  EXPECT_GT(blocks, 10000) << "most blocks take the block-wide path";
+  EXPECT_EQ(differing_lanes, 0);
 }
 
 }  // namespace
