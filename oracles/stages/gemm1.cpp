@@ -108,7 +108,23 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
     on_device = device_gemm(*device, qa, n, weights);
   }
   const bool flips_on_device = !on_device.flips.empty();
-  std::vector<FlipTerms> fl(flips_on_device ? 0 : static_cast<size_t>(n));
+  if (flips_on_device) {
+    // Nothing left to compute per weight row: row after row, every read and write in order.
+    for (int64_t j = 0; j < n; ++j) {
+      const bool indeterminate = qa.indeterminate[static_cast<size_t>(j)] != 0;
+      for (int64_t o = 0; o < I; ++o) {
+        const size_t g = static_cast<size_t>(j * I + o), u = static_cast<size_t>(n * I) + g;
+        if (indeterminate) {
+          finish(j, o, {kNaN, kNaN}, {kNaN, kNaN});
+        } else {
+          finish(j, o, gemm_interval(on_device.dots[g], alpha_g, on_device.flips[g], gamma_h, floor_g),
+                 gemm_interval(on_device.dots[u], alpha_u, on_device.flips[u], gamma_h, floor_u));
+        }
+      }
+    }
+    return out;
+  }
+  std::vector<FlipTerms> fl(static_cast<size_t>(n));
   for (size_t j = 0; j < fl.size(); ++j) fl[j] = flip_terms(qa.flips[j], H);
   // Tiles of 2 x kDotRows rows against every packed weight row: the tile's decoded rows stay in L1,
   // each weight row is read from memory once per tile and its groups are decoded once per
@@ -124,19 +140,13 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
           const size_t g = static_cast<size_t>((j0 + r) * I + o), u = static_cast<size_t>(n * I) + g;
           dgs[r] = on_device.dots[g];
           dus[r] = on_device.dots[u];
-          if (flips_on_device) {
-            fg[r] = on_device.flips[g];
-            fu[r] = on_device.flips[u];
-          }
         }
       } else {
         rounded_dot_rows(qa.rows, j0, na, pg, dgs);
         rounded_dot_rows(qa.rows, j0, na, pu, dus);
       }
-      if (!flips_on_device) {
-        flip_sums(fl, j0, na, pg, fg);
-        flip_sums(fl, j0, na, pu, fu);
-      }
+      flip_sums(fl, j0, na, pg, fg);
+      flip_sums(fl, j0, na, pu, fu);
       for (int r = 0; r < na; ++r) {
         const int64_t j = j0 + r;
         if (qa.indeterminate[static_cast<size_t>(j)]) {

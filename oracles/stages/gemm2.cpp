@@ -106,7 +106,21 @@ void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const Expert
     on_device = device_gemm(*device, qh, n, weights);
   }
   const bool flips_on_device = !on_device.flips.empty();
-  std::vector<FlipTerms> fl(flips_on_device ? 0 : static_cast<size_t>(n));
+  if (flips_on_device) {
+    // Nothing left to compute per weight row: row after row, every read and write in order.
+    for (int64_t j = 0; j < n; ++j) {
+      const bool indeterminate = qh.indeterminate[static_cast<size_t>(j)] != 0;
+      for (int64_t o = 0; o < H; ++o) {
+        const size_t at = static_cast<size_t>(j * H + o);
+        finish(j, o,
+               indeterminate
+                   ? Interval{kNaN, kNaN}
+                   : gemm_interval(on_device.dots[at], alpha_d, on_device.flips[at], gamma_i, floor_d));
+      }
+    }
+    return;
+  }
+  std::vector<FlipTerms> fl(static_cast<size_t>(n));
   for (size_t j = 0; j < fl.size(); ++j) fl[j] = flip_terms(qh.flips[j], I);
   // Tiles of 2 x kDotRows rows: the dense flip magnitudes (most of the unconditioned FC2 input's
   // codes flip) run 8 rows per decoded weight block.
@@ -117,15 +131,11 @@ void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const Expert
     for (int64_t o = 0; o < H; ++o) {
       const PackedNvfp4Row pd = packed_row(W.down, o);
       if (device != nullptr) {
-        for (int r = 0; r < na; ++r) {
-          const size_t at = static_cast<size_t>((j0 + r) * H + o);
-          ds[r] = on_device.dots[at];
-          if (flips_on_device) fs[r] = on_device.flips[at];
-        }
+        for (int r = 0; r < na; ++r) ds[r] = on_device.dots[static_cast<size_t>((j0 + r) * H + o)];
       } else {
         rounded_dot_rows(qh.rows, j0, na, pd, ds);
       }
-      if (!flips_on_device) flip_sums(fl, j0, na, pd, fs);
+      flip_sums(fl, j0, na, pd, fs);
       for (int r = 0; r < na; ++r) {
         const int64_t j = j0 + r;
         finish(j, o,
