@@ -9,7 +9,48 @@
 #include <cfloat>
 #include <cmath>
 
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
 namespace moefuzz {
+namespace {
+
+#if defined(__x86_64__)
+// The loop's shortcut (below) for four elements at a time: from element i, whole groups of four in
+// which every element either is skipped uncounted (NaN expectation, infinite bound) or passes the
+// shortcut's test; returns the first element of the first group that does not (or of the last,
+// incomplete group) and adds the groups' counted elements to `compared`. The same comparisons as the
+// scalar test, so the same elements take the full path.
+__attribute__((target("avx2"))) size_t skip_inside(const double* got, const double* expected,
+                                                   const double* bound, size_t i, size_t n, double w,
+                                                   int64_t& compared) {
+  const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
+  const __m256d inf = _mm256_set1_pd(INFINITY), min_normal = _mm256_set1_pd(DBL_MIN);
+  const __m256d wv = _mm256_set1_pd(w), below = _mm256_set1_pd(1.0 - 8 * 0x1p-53);
+  for (; i + 4 <= n; i += 4) {
+    const __m256d g = _mm256_loadu_pd(got + i), e = _mm256_loadu_pd(expected + i),
+                  b = _mm256_loadu_pd(bound + i);
+    const __m256d uncounted = _mm256_or_pd(_mm256_cmp_pd(e, e, _CMP_UNORD_Q),
+                                           _mm256_cmp_pd(_mm256_and_pd(b, abs_mask), inf, _CMP_EQ_OQ));
+    const __m256d inside = _mm256_mul_pd(_mm256_mul_pd(wv, b), below);
+    __m256d pass = _mm256_cmp_pd(inside, min_normal, _CMP_GE_OQ);
+    pass = _mm256_and_pd(pass, _mm256_cmp_pd(_mm256_and_pd(g, abs_mask), inf, _CMP_LT_OQ));
+    pass = _mm256_and_pd(pass, _mm256_cmp_pd(_mm256_and_pd(e, abs_mask), inf, _CMP_LT_OQ));
+    pass =
+        _mm256_and_pd(pass, _mm256_cmp_pd(_mm256_and_pd(_mm256_sub_pd(g, e), abs_mask), inside, _CMP_LE_OQ));
+    if (_mm256_movemask_pd(_mm256_or_pd(uncounted, pass)) != 0xF) break;
+    compared += 4 - __builtin_popcount(static_cast<unsigned>(_mm256_movemask_pd(uncounted)));
+  }
+  return i;
+}
+bool compare_has_avx2() {
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+}
+#endif
+
+}  // namespace
 
 bool any_element_outside_bound(const std::vector<double>& got, const std::vector<double>& expected,
                                const std::vector<double>& bound) {
@@ -40,9 +81,21 @@ Verdict compare_elementwise(const std::string& invariant, const std::string& sta
   // passes, cannot raise max_ratio (>= w) and cannot tie w (ties move the worst element to the later
   // one, so they take the full path). tests/core/elementwise_compare_test.cpp holds it to the plain loop.
   constexpr double kBelow = 1.0 - 8 * 0x1p-53;
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) {
-      const size_t i = static_cast<size_t>(r * cols + c);
+  const size_t n = static_cast<size_t>(rows * cols);
+#if defined(__x86_64__)
+  const bool simd = compare_has_avx2();
+#endif
+  size_t scalar_until = 0;  // elements before it were taken by the four-wide shortcut or are below
+  for (size_t i = 0; i < n; ++i) {
+#if defined(__x86_64__)
+    if (simd && i >= scalar_until) {
+      i = skip_inside(got.data(), expected.data(), bound.data(), i, n, worst_pass_ratio, v.compared);
+      if (i >= n) break;
+      scalar_until = i + 4;  // this group (or the last, incomplete one) one element at a time
+    }
+#endif
+    {
+      const int64_t r = static_cast<int64_t>(i) / cols, c = static_cast<int64_t>(i) % cols;
       if (std::isnan(expected[i]) || std::isinf(bound[i])) continue;
       ++v.compared;
       const double inside = worst_pass_ratio * bound[i] * kBelow;
