@@ -1,5 +1,6 @@
 #include "core/elementwise_compare.h"
 
+#include "core/cpu_features.h"
 #include "core/residual_pattern.h"
 
 #include <fmt/format.h>
@@ -44,10 +45,6 @@ __attribute__((target("avx2"))) size_t skip_inside(const double* got, const doub
   }
   return i;
 }
-bool compare_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
-}
 #endif
 
 }  // namespace
@@ -83,7 +80,7 @@ Verdict compare_elementwise(const std::string& invariant, const std::string& sta
   constexpr double kBelow = 1.0 - 8 * 0x1p-53;
   const size_t n = static_cast<size_t>(rows * cols);
 #if defined(__x86_64__)
-  const bool simd = compare_has_avx2();
+  const bool simd = cpu_has_avx2();
 #endif
   size_t scalar_until = 0;  // elements before it were taken by the four-wide shortcut or are below
   for (size_t i = 0; i < n; ++i) {

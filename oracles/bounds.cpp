@@ -9,6 +9,7 @@
 #endif
 
 #include "core/bf16.h"
+#include "core/cpu_features.h"
 #include "core/e2m1.h"
 #include "core/e4m3.h"
 
@@ -125,8 +126,9 @@ __attribute__((target("avx2"), always_inline)) inline __m128 e2m1_round_avx2(__m
   v = _mm_add_ps(v, step(_mm_cmp_ps(a, _mm_set1_ps(5.0f), _CMP_GT_OQ), 2.0f));
   return _mm_or_ps(v, sign);
 }
-// float_down (toward_up false) or float_up of four doubles.
-__attribute__((target("avx2"), always_inline)) inline __m128 float_toward_avx2(__m256d x, bool toward_up) {
+// float_down (toward_up false) or float_up of four doubles (a template: compare predicates are constants).
+template <bool toward_up>
+__attribute__((target("avx2"), always_inline)) inline __m128 float_toward_avx2(__m256d x) {
   const __m128 f = _mm256_cvtpd_ps(x);  // RN, as static_cast<float>
   const __m256d back = _mm256_cvtps_pd(f);
   const __m128 past =
@@ -151,27 +153,18 @@ __attribute__((target("avx2"))) void unflushed_codes16_avx2(const double* lo, co
     // std::min(x, y) is y < x ? y : x (min_pd(y, x)); std::max(x, y) is x < y ? y : x (max_pd(y, x))
     const __m256d ymin = _mm256_min_pd(_mm256_mul_pd(a, up), _mm256_mul_pd(a, down));
     const __m256d ymax = _mm256_max_pd(_mm256_mul_pd(b, up), _mm256_mul_pd(b, down));
-    _mm_storeu_ps(umin + k, e2m1_round_avx2(float_toward_avx2(ymin, false)));
-    _mm_storeu_ps(umax + k, e2m1_round_avx2(float_toward_avx2(ymax, true)));
+    _mm_storeu_ps(umin + k, e2m1_round_avx2(float_toward_avx2<false>(ymin)));
+    _mm_storeu_ps(umax + k, e2m1_round_avx2(float_toward_avx2<true>(ymax)));
   }
 }
 #endif
-
-bool cpu_has_avx2_for_bounds() {
-#if defined(__x86_64__)
-  static const bool avx2 = __builtin_cpu_supports("avx2");
-  return avx2;
-#else
-  return false;
-#endif
-}
 
 // The unflushed ranges of 16 elements (one block; q not zero): four lanes at a time where the CPU
 // has AVX2 (and simd is set), else code_range one by one.
 void unflushed_codes16(const double* lo, const double* hi, const BlockQuant& q, float* umin, float* umax,
                        bool simd = true) {
 #if defined(__x86_64__)
-  if (simd && cpu_has_avx2_for_bounds()) {
+  if (simd && cpu_has_avx2()) {
     unflushed_codes16_avx2(lo, hi, q, umin, umax);
     return;
   }

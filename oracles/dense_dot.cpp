@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "core/bf16.h"
+#include "core/cpu_features.h"
 #include "core/errors.h"
 #include "oracles/certified_sum.h"
 
@@ -37,11 +38,6 @@ void check_lengths(const DenseRow& x, const DenseRow& w) {
 }
 
 #if defined(__x86_64__)
-bool cpu_has_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
-}
-
 // Four vector accumulators of exact double products (the certificate holds for any order).
 __attribute__((target("avx2"))) W4A16Dot dense_dot_avx2(const DenseRow& x, const DenseRow& w) {
   const float* a = x.values.data();

@@ -11,6 +11,7 @@
 #include <immintrin.h>
 #endif
 
+#include "core/cpu_features.h"
 #include "core/e2m1.h"
 #include "core/e4m3.h"
 #include "core/errors.h"
@@ -146,15 +147,6 @@ __attribute__((target("avx2"))) void exact_dot_avx2(const DecodedNvfp4& a, int64
   }
 }
 #endif
-
-bool cpu_has_avx2() {
-#if defined(__x86_64__)
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
-#else
-  return false;
-#endif
-}
 
 }  // namespace
 
@@ -700,10 +692,6 @@ __attribute__((target("avx2,fma"))) void weighted_abs_sum_rows_avx2(const double
   }
 }
 
-bool cpu_has_fma() {
-  static const bool has = __builtin_cpu_supports("fma");
-  return has;
-}
 }  // namespace
 #endif
 

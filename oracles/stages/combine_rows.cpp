@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "core/cpu_features.h"
 #include "oracles/bounds.h"
 #include "oracles/stages/stage_types.h"
 
@@ -230,10 +231,7 @@ void finish_routed_columns(const CombineAccumulators& acc, const CombineFinish& 
     finish_routed_columns_scalar(acc, f, out, row);
 }
 
-bool combine_rows_use_avx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
-}
+bool combine_rows_use_avx2() { return cpu_has_avx2(); }
 
 void accumulate_weighted_row_scalar(double w, const double* ylo, const double* yhi, bool bf16_products,
                                     CombineAccumulators& acc) {

@@ -158,4 +158,11 @@ void flip_sums(const std::vector<FlipTerms>& fl, int64_t j0, int na, PackedNvfp4
   for (int k = 0; k < nd; ++k) out[which[k]] = got[k];
 }
 
+double flip_sum(const FlipList& flips, PackedNvfp4Row w) {
+  const std::vector<FlipTerms> terms{flip_terms(flips, w.cols)};
+  double out = 0;
+  flip_sums(terms, 0, 1, w, &out);
+  return out;
+}
+
 }  // namespace moefuzz::stages

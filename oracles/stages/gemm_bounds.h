@@ -90,5 +90,8 @@ struct FlipTerms {
 FlipTerms flip_terms(const std::vector<std::pair<int32_t, double>>& flips, int64_t cols);
 // Flip magnitudes of rows j0 .. j0+na-1 (na <= 8) against packed weight row w: dense rows together.
 void flip_sums(const std::vector<FlipTerms>& fl, int64_t j0, int na, PackedNvfp4Row w, double* out);
+// One row's flip magnitude against packed weight row w, as flip_terms + flip_sums give it: what a dot
+// device returns for the row and w (DotFlips), and what the tests hold a device to.
+double flip_sum(const FlipList& flips, PackedNvfp4Row w);
 
 }  // namespace moefuzz::stages

@@ -28,6 +28,7 @@
 #include "oracles/layer_ref.h"
 #include "oracles/oracle.h"
 #include "oracles/routing_ref.h"
+#include "oracles/stages/gemm_bounds.h"
 #include "properties/gen/recipe_gen.h"
 #include "support/hostile_nvfp4.h"
 #include "support/layer_golden_cases.h"
@@ -62,17 +63,6 @@ std::string difference(const Verdict& va, const std::vector<StageExpectation>& a
     if (!same_bits(a[s].bound, b[s].bound)) return "stage " + a[s].stage + " bounds differ";
   }
   return "";
-}
-
-// The flip sum the GEMM bounds take on the CPU (gemm_bounds.h flip_terms + flip_sums), one row.
-double cpu_flip_sum(const FlipList& flips, PackedNvfp4Row w) {
-  if (!flips_are_dense(flips.size(), w.cols)) return sparse_weighted_abs_sum(flips, w);
-  std::vector<double> dense(static_cast<size_t>(w.cols), 0.0);
-  for (const auto& [i, r] : flips) dense[static_cast<size_t>(i)] += r;
-  const double* rows[1] = {dense.data()};
-  double out = 0;
-  weighted_abs_sum_rows(rows, 1, w, &out);
-  return out;
 }
 
 TEST(GpuOracle, DeviceDotsEqualExactDotRowsOnHostileScales) {
@@ -113,7 +103,7 @@ TEST(GpuOracle, DeviceDotsEqualExactDotRowsOnHostileScales) {
               ++pairs;
               nan_pairs += ref.nan;
               if (round == 1) {
-                const double fw = cpu_flip_sum(flip_lists[static_cast<size_t>(r)], packed_row(w, o)),
+                const double fw = stages::flip_sum(flip_lists[static_cast<size_t>(r)], packed_row(w, o)),
                              fg = got_flips[static_cast<size_t>(base + r * w.rows + o)];
                 ASSERT_TRUE((std::isnan(fw) && std::isnan(fg)) || std::memcmp(&fw, &fg, sizeof fw) == 0)
                     << "flip sum, cols " << cols << " rows " << rows << " row " << r << " x weight row " << o

@@ -18,6 +18,7 @@
 #include "oracles/exact_dot_device.h"
 #include "oracles/layer_ref.h"
 #include "oracles/routing_ref.h"
+#include "oracles/stages/gemm_bounds.h"
 #include "properties/gen/recipe_gen.h"
 
 namespace moefuzz {
@@ -43,19 +44,9 @@ class CpuDotDevice final : public ExactDotDevice {
           const PackedNvfp4Row row = packed_row(*w.matrix, o);
           exact_dot_rows(a, r, 1, row, &d);
           *out++ = RoundedDot::of(d);
-          if (flip_out != nullptr) *flip_out++ = flip_sum(flips->rows[static_cast<size_t>(r)], row);
+          if (flip_out != nullptr) *flip_out++ = stages::flip_sum(flips->rows[static_cast<size_t>(r)], row);
         }
     }
-  }
-  // The flip sum the GEMM bounds take (gemm_bounds.h flip_terms + flip_sums), one row at a time.
-  static double flip_sum(const FlipList& flips, PackedNvfp4Row w) {
-    if (!flips_are_dense(flips.size(), w.cols)) return sparse_weighted_abs_sum(flips, w);
-    std::vector<double> dense(static_cast<size_t>(w.cols), 0.0);
-    for (const auto& [i, r] : flips) dense[static_cast<size_t>(i)] += r;
-    const double* rows[1] = {dense.data()};
-    double out = 0;
-    weighted_abs_sum_rows(rows, 1, w, &out);
-    return out;
   }
   int64_t smallest_;
   int calls = 0, named = 0, unnamed = 0, with_flips = 0;

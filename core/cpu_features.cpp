@@ -1,0 +1,23 @@
+#include "core/cpu_features.h"
+
+namespace moefuzz {
+
+bool cpu_has_avx2() {
+#if defined(__x86_64__)
+  static const bool has = __builtin_cpu_supports("avx2");
+  return has;
+#else
+  return false;
+#endif
+}
+
+bool cpu_has_fma() {
+#if defined(__x86_64__)
+  static const bool has = __builtin_cpu_supports("fma");
+  return has;
+#else
+  return false;
+#endif
+}
+
+}  // namespace moefuzz

@@ -1,0 +1,16 @@
+#pragma once
+// What the CPU running moefuzz can do, asked once per process: the SIMD loops (oracles/exact_dot.cpp,
+// dense_dot.cpp, bounds.cpp, stages/combine_rows.cpp, core/elementwise_compare.cpp) check it before
+// taking their AVX2 or FMA path and keep a portable loop for CPUs without.
+//
+// Example:
+//   if (moefuzz::cpu_has_avx2()) return sum_avx2(x);  // a function built with target("avx2")
+//   return sum_scalar(x);
+namespace moefuzz {
+
+// AVX2 (false off x86-64).
+bool cpu_has_avx2();
+// FMA3 (false off x86-64).
+bool cpu_has_fma();
+
+}  // namespace moefuzz
