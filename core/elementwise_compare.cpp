@@ -92,7 +92,6 @@ Verdict compare_elementwise(const std::string& invariant, const std::string& sta
     }
 #endif
     {
-      const int64_t r = static_cast<int64_t>(i) / cols, c = static_cast<int64_t>(i) % cols;
       if (std::isnan(expected[i]) || std::isinf(bound[i])) continue;
       ++v.compared;
       const double inside = worst_pass_ratio * bound[i] * kBelow;
@@ -110,13 +109,13 @@ Verdict compare_elementwise(const std::string& invariant, const std::string& sta
         ++failing;
         if (failures.size() < 4096) {
           failures.push_back(e);
-          failures.back().where = where(r, c);
+          failures.back().where = where(static_cast<int64_t>(i) / cols, static_cast<int64_t>(i) % cols);
         }
       } else if (e_ratio >= worst_pass_ratio) {
         worst_pass = e;
         worst_pass_ratio = e_ratio;
-        worst_r = r;
-        worst_c = c;
+        worst_r = static_cast<int64_t>(i) / cols;
+        worst_c = static_cast<int64_t>(i) % cols;
       }
     }
   }

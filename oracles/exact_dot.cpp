@@ -695,13 +695,7 @@ __attribute__((target("avx2,fma"))) void weighted_abs_sum_rows_avx2(const double
 }  // namespace
 #endif
 
-bool weighted_abs_sum_rows_is_fused() {
-#if defined(__x86_64__)
-  return cpu_has_avx2() && cpu_has_fma();
-#else
-  return false;
-#endif
-}
+bool weighted_abs_sum_rows_is_fused() { return cpu_has_avx2() && cpu_has_fma(); }
 
 void weighted_abs_sum_rows(const double* const* r, int na, PackedNvfp4Row w, double* out) {
   if (packed_row_has_nan(w)) {
@@ -710,7 +704,7 @@ void weighted_abs_sum_rows(const double* const* r, int na, PackedNvfp4Row w, dou
   }
   bool done = false;
 #if defined(__x86_64__)
-  if (cpu_has_avx2() && cpu_has_fma()) {
+  if (weighted_abs_sum_rows_is_fused()) {
     done = true;
     for (int k0 = 0; k0 < na; k0 += 4) {  // groups of at most 4 rows (one weight decode each)
       switch (std::min(4, na - k0)) {

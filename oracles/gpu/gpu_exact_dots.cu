@@ -164,7 +164,6 @@ struct ThreadState {
   std::vector<int64_t> host_flip_rows;
   std::vector<int32_t> host_flip_columns;
   std::vector<double> host_flip_weights;
-  bool with_flips = false;
   std::unique_ptr<ResidentWeights> resident;
   uint64_t calls = 0;
   explicit ThreadState(int device) {
@@ -282,8 +281,7 @@ class GpuExactDots final : public ExactDotDevice {
       throw ToolError("GPU exact dots: flip rows differ from activation rows");
     ThreadState& s = thread_state();
     upload_activations(s, a, rows);
-    s.with_flips = flips != nullptr;
-    if (s.with_flips) upload_flips(s, flips->rows, a.cols());
+    if (flips != nullptr) upload_flips(s, flips->rows, a.cols());
     double* flip_out = flips != nullptr ? flips->out : nullptr;
     for (size_t first = 0; first < weights.size(); first += kMaxMatrices) {
       const std::span<const DeviceWeights> part =
@@ -411,7 +409,7 @@ class GpuExactDots final : public ExactDotDevice {
     void* host = s.host_results.reserve(pairs * sizeof(double2));
     check(cudaMemcpyAsync(host, d_out, pairs * sizeof(double2), cudaMemcpyDeviceToHost, s.stream),
           "download of the dots");
-    if (s.with_flips) {
+    if (flip_out != nullptr) {
       auto* d_flips = static_cast<double*>(s.flip_sums.reserve(pairs * sizeof(double)));
       constexpr int kFlipThreads = 128;
       flip_sums_kernel<<<static_cast<unsigned>((pairs + kFlipThreads - 1) / kFlipThreads), kFlipThreads, 0,
@@ -427,7 +425,7 @@ class GpuExactDots final : public ExactDotDevice {
     check(cudaStreamSynchronize(s.stream), "exact-dot kernel");
     static_assert(sizeof(RoundedDot) == sizeof(double2), "RoundedDot is {value, abs_value}");
     std::memcpy(static_cast<void*>(out), host, pairs * sizeof(double2));
-    if (s.with_flips) std::memcpy(flip_out, s.host_flips.get(), pairs * sizeof(double));
+    if (flip_out != nullptr) std::memcpy(flip_out, s.host_flips.get(), pairs * sizeof(double));
     return out + pairs;
   }
 

@@ -130,7 +130,7 @@ DeviceGemm device_gemm(ExactDotDevice& device, const QuantizedInputs& q, int64_t
   return out;
 }
 
-FlipTerms flip_terms(const std::vector<std::pair<int32_t, double>>& flips, int64_t cols) {
+FlipTerms flip_terms(const FlipList& flips, int64_t cols) {
   FlipTerms t;
   t.sparse = &flips;
   if (flips_are_dense(flips.size(), cols)) {

@@ -84,10 +84,10 @@ DeviceGemm device_gemm(ExactDotDevice& device, const QuantizedInputs& q, int64_t
 // The code flips of one quantized row (column, weight), in the form the per-output loop reads
 // fastest: a dense per-column vector when they are many (flips_are_dense), else the sparse list.
 struct FlipTerms {
-  const std::vector<std::pair<int32_t, double>>* sparse = nullptr;
+  const FlipList* sparse = nullptr;
   std::vector<double> dense;
 };
-FlipTerms flip_terms(const std::vector<std::pair<int32_t, double>>& flips, int64_t cols);
+FlipTerms flip_terms(const FlipList& flips, int64_t cols);
 // Flip magnitudes of rows j0 .. j0+na-1 (na <= 8) against packed weight row w: dense rows together.
 void flip_sums(const std::vector<FlipTerms>& fl, int64_t j0, int na, PackedNvfp4Row w, double* out);
 // One row's flip magnitude against packed weight row w, as flip_terms + flip_sums give it: what a dot

@@ -79,7 +79,7 @@ inline StageExpectation make_stage(const std::string& name, int64_t rows, int64_
 // conditioned on its codes); indeterminate rows (a non-finite input) carry nothing.
 struct QuantizedInputs {
   DecodedNvfp4 rows;
-  std::vector<std::vector<std::pair<int32_t, double>>> flips;
+  std::vector<FlipList> flips;
   std::vector<uint8_t> indeterminate;
   QuantizedInputs(int64_t decoded_rows, int64_t n, int64_t cols)
       : rows(decoded_rows, cols), flips(static_cast<size_t>(n)), indeterminate(static_cast<size_t>(n), 0) {}
