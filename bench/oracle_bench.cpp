@@ -2,8 +2,10 @@
 // whole-layer oracle on three shapes, and the pure cpp_bin_float_50 layer it is cross-checked against.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <exception>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,7 @@
 #include "oracles/gpu/gpu_exact_dots.h"
 #include "oracles/layer_ref.h"
 #include "oracles/multiprecision_layer.h"
+#include "oracles/stages/gemm_bounds.h"
 
 namespace moefuzz {
 namespace {
@@ -107,9 +110,55 @@ LayerSetup layer_setup(Shape shape, RoutingMode mode) {
   return s;
 }
 
+// A dot device that costs nothing: it computes each call on the CPU once (exact_dot_rows and
+// stages::flip_sum, what the GPU equals bit for bit) and replays the results when the same sequence of
+// calls comes again. Timed after a first evaluation, it leaves the CPU's share of an evaluation whose
+// dots and flip sums run on the GPU: the bound on what the GPU dots can gain, measurable without a GPU.
+class ReplayDotDevice final : public ExactDotDevice {
+ public:
+  std::string name() const override { return "replay"; }
+  void dots(const DecodedNvfp4& a, int64_t rows, std::span<const DeviceWeights> weights, RoundedDot* out,
+            const DotFlips* flips) override {
+    if (next_ == calls_.size()) calls_.push_back(compute(a, rows, weights, flips));
+    const Call& call = calls_[next_];
+    next_ = (next_ + 1) % calls_.size();
+    std::copy(call.dots.begin(), call.dots.end(), out);
+    if (flips != nullptr) std::copy(call.flips.begin(), call.flips.end(), flips->out);
+  }
+  // The evaluation is over: the next call is the first of the sequence again.
+  void rewind() {
+    if (next_ != 0) throw std::logic_error("ReplayDotDevice: an evaluation made a different number of calls");
+  }
+
+ private:
+  struct Call {
+    std::vector<RoundedDot> dots;
+    std::vector<double> flips;
+  };
+  static Call compute(const DecodedNvfp4& a, int64_t rows, std::span<const DeviceWeights> weights,
+                      const DotFlips* flips) {
+    Call c;
+    for (const DeviceWeights& w : weights)
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t o = 0; o < w.matrix->rows; ++o) {
+          ExactDot d;
+          const PackedNvfp4Row row = packed_row(*w.matrix, o);
+          exact_dot_rows(a, r, 1, row, &d);
+          c.dots.push_back(RoundedDot::of(d));
+          if (flips != nullptr) c.flips.push_back(stages::flip_sum(flips->rows[static_cast<size_t>(r)], row));
+        }
+    return c;
+  }
+  std::vector<Call> calls_;
+  size_t next_ = 0;
+};
+
 // `gpu`: the GEMM stages' exact dots on the GPU (oracles/gpu/gpu_exact_dots.h), the rest on the CPU.
-void run_layer_bench(benchmark::State& state, Shape shape, RoutingMode mode, bool gpu = false) {
+// `replay`: on a ReplayDotDevice (the CPU share of the GPU path).
+void run_layer_bench(benchmark::State& state, Shape shape, RoutingMode mode, bool gpu = false,
+                     bool replay = false) {
   std::shared_ptr<ExactDotDevice> device;
+  if (replay) device = std::make_shared<ReplayDotDevice>();
   if (gpu) {
     std::string why;
     if (!moefuzz::gpu::gpu_exact_dots_available(&why)) {
@@ -131,10 +180,13 @@ void run_layer_bench(benchmark::State& state, Shape shape, RoutingMode mode, boo
     return;
   }
   const Profile& p = profile_by_name("flashinfer-cutlass");
-  if (gpu)  // CUDA context, module load and buffer growth stay out of the timed region
+  if (gpu ||
+      replay)  // CUDA context, module load, buffer growth and the recording stay out of the timed region
     benchmark::DoNotOptimize(reference_layer(s.c, p, s.routing, nullptr, {.keep_intermediates = false}));
-  for (auto _ : state)
+  for (auto _ : state) {
     benchmark::DoNotOptimize(reference_layer(s.c, p, s.routing, nullptr, {.keep_intermediates = false}));
+    if (replay) static_cast<ReplayDotDevice*>(device.get())->rewind();
+  }
   const double macs = static_cast<double>(shape.tokens * shape.top_k * 3 * shape.inter * shape.hidden);
   state.counters["macs"] = macs;
   // Per GEMM multiply-add, as the FP8 layers of oracle_fp8_layer_bench.cpp (issue #17's comparison).
@@ -178,6 +230,14 @@ void BM_OracleLayer_DSV3(benchmark::State& state) {
 }
 BENCHMARK(BM_OracleLayer_S)->Name("BM_OracleLayer/S")->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_OracleLayer_M)->Name("BM_OracleLayer/M")->Unit(benchmark::kMillisecond)->Iterations(2);
+void BM_OracleLayer_M_Replay(benchmark::State& st) {
+  run_layer_bench(st, {.tokens = 128, .hidden = 2048, .inter = 1024, .experts = 64, .top_k = 8},
+                  RoutingMode::kSoftmax, /*gpu=*/false, /*replay=*/true);
+}
+BENCHMARK(BM_OracleLayer_M_Replay)
+    ->Name("BM_OracleLayer/M/free-device")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
 BENCHMARK(BM_OracleLayer_M_Gpu)
     ->Name("BM_OracleLayer/M/gpu-dots")
     ->Unit(benchmark::kMillisecond)

@@ -17,23 +17,22 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
   const double gamma_h = gamma_n(static_cast<double>(H + kGemmExtraRoundings), kFp32Unit);
   Gemm1Rows out{std::vector<Interval>(static_cast<size_t>(n * I)),
                 std::vector<Interval>(static_cast<size_t>(n * I))};
-  const bool biased = !W.gate_bias.empty();
-  const auto finish = [&](int64_t j, int64_t o, Interval ig, Interval iu) {
-    if (biased) {  // before the rounding point, as the kernels' epilogues add it
-      ig = add_expert_bias(ig, W.gate_bias[static_cast<size_t>(o)]);
-      iu = add_expert_bias(iu, W.up_bias[static_cast<size_t>(o)]);
-    }
-    if (p.bf16_after_gemm1) {
-      if (!is_nan(ig)) ig = round_to_bf16(ig);
-      if (!is_nan(iu)) iu = round_to_bf16(iu);
-    }
-    out.gate[static_cast<size_t>(j * I + o)] = ig;
-    out.up[static_cast<size_t>(j * I + o)] = iu;
+  const GemmEpilogue eg{
+      .alpha = alpha_g, .gk = gamma_h, .floor = floor_g, .bias = W.gate_bias, .bf16 = p.bf16_after_gemm1},
+      eu{.alpha = alpha_u, .gk = gamma_h, .floor = floor_u, .bias = W.up_bias, .bf16 = p.bf16_after_gemm1};
+  // Row j's gate and up results, columns [o0, o1), into its stage record.
+  const auto record = [&](int64_t j, int64_t o0, int64_t o1) {
     const ExpandedRow& er = rows.row(j);
-    if (er.slot >= 0) {
-      store(g1, er.slot, o, ig);
-      store(g1, er.slot, I + o, iu);
+    if (er.slot < 0) return;
+    for (int64_t o = o0; o < o1; ++o) {
+      store(g1, er.slot, o, out.gate[static_cast<size_t>(j * I + o)]);
+      store(g1, er.slot, I + o, out.up[static_cast<size_t>(j * I + o)]);
     }
+  };
+  const auto finish = [&](int64_t j, int64_t o, Interval ig, Interval iu) {
+    out.gate[static_cast<size_t>(j * I + o)] = gemm_epilogue(eg, ig, o);
+    out.up[static_cast<size_t>(j * I + o)] = gemm_epilogue(eu, iu, o);
+    record(j, o, o + 1);
   };
   if (c.recipe.quant.weights == WeightFormat::kFp8Block) {
     // W8A8: exact per-block dots of the FC1 codes with the E4M3 weight rows, bound by the profile's
@@ -111,16 +110,15 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
   if (flips_on_device) {
     // Nothing left to compute per weight row: row after row, every read and write in order.
     for (int64_t j = 0; j < n; ++j) {
-      const bool indeterminate = qa.indeterminate[static_cast<size_t>(j)] != 0;
-      for (int64_t o = 0; o < I; ++o) {
-        const size_t g = static_cast<size_t>(j * I + o), u = static_cast<size_t>(n * I) + g;
-        if (indeterminate) {
-          finish(j, o, {kNaN, kNaN}, {kNaN, kNaN});
-        } else {
-          finish(j, o, gemm_interval(on_device.dots[g], alpha_g, on_device.flips[g], gamma_h, floor_g),
-                 gemm_interval(on_device.dots[u], alpha_u, on_device.flips[u], gamma_h, floor_u));
-        }
+      const size_t g = static_cast<size_t>(j * I), u = static_cast<size_t>(n * I) + g;
+      if (qa.indeterminate[static_cast<size_t>(j)] != 0) {
+        std::fill_n(out.gate.begin() + static_cast<std::ptrdiff_t>(g), I, Interval{kNaN, kNaN});
+        std::fill_n(out.up.begin() + static_cast<std::ptrdiff_t>(g), I, Interval{kNaN, kNaN});
+      } else {
+        gemm_row_intervals(eg, &on_device.dots[g], &on_device.flips[g], I, &out.gate[g]);
+        gemm_row_intervals(eu, &on_device.dots[u], &on_device.flips[u], I, &out.up[g]);
       }
+      record(j, 0, I);
     }
     return out;
   }

@@ -15,16 +15,17 @@ void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const Expert
   const double alpha_d = sda2 * W.down.global_dequant;
   const double floor_d = gemm_floor(I, sda2, W.down.global_dequant);
   const double gamma_i = gamma_n(static_cast<double>(I + kGemmExtraRoundings), kFp32Unit);
-  const bool biased = !W.down_bias.empty();
-  const auto finish = [&](int64_t j, int64_t o, Interval v) {
-    if (biased) v = add_expert_bias(v, W.down_bias[static_cast<size_t>(o)]);  // before the routing weight
-    if (!is_nan(v) && p.bf16_after_gemm2) v = round_to_bf16(v);
+  const GemmEpilogue ed{
+      .alpha = alpha_d, .gk = gamma_i, .floor = floor_d, .bias = W.down_bias, .bf16 = p.bf16_after_gemm2};
+  // Row j's result v[o] (before the routing weight) into its stage record and y.
+  const auto record = [&](int64_t j, int64_t o, Interval v) {
     const ExpandedRow& er = rows.row(j);
     if (er.slot >= 0) store(g2, er.slot, o, v);
     const size_t idx = static_cast<size_t>(rows.members[static_cast<size_t>(j)] * H + o);
     y.lo[idx] = v.lo;
     y.hi[idx] = v.hi;
   };
+  const auto finish = [&](int64_t j, int64_t o, Interval v) { record(j, o, gemm_epilogue(ed, v, o)); };
   if (c.recipe.quant.weights == WeightFormat::kFp8Block) {
     // W8A8: as gemm1, from quantize2's codes (admitted, or the centres' with their deviations).
     const Fp8GemmOperands a(in.fp8);
@@ -108,15 +109,14 @@ void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const Expert
   const bool flips_on_device = !on_device.flips.empty();
   if (flips_on_device) {
     // Nothing left to compute per weight row: row after row, every read and write in order.
+    std::vector<Interval> v(static_cast<size_t>(H));
     for (int64_t j = 0; j < n; ++j) {
-      const bool indeterminate = qh.indeterminate[static_cast<size_t>(j)] != 0;
-      for (int64_t o = 0; o < H; ++o) {
-        const size_t at = static_cast<size_t>(j * H + o);
-        finish(j, o,
-               indeterminate
-                   ? Interval{kNaN, kNaN}
-                   : gemm_interval(on_device.dots[at], alpha_d, on_device.flips[at], gamma_i, floor_d));
-      }
+      const size_t at = static_cast<size_t>(j * H);
+      if (qh.indeterminate[static_cast<size_t>(j)] != 0)
+        std::fill(v.begin(), v.end(), Interval{kNaN, kNaN});
+      else
+        gemm_row_intervals(ed, &on_device.dots[at], &on_device.flips[at], H, v.data());
+      for (int64_t o = 0; o < H; ++o) record(j, o, v[static_cast<size_t>(o)]);
     }
     return;
   }

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/cpu_features.h"
 #include "core/e4m3.h"
+#include "oracles/interval_avx2.h"
 #include "oracles/stages/stage_types.h"
 
 namespace moefuzz::stages {
@@ -85,6 +87,81 @@ Interval gemm_interval(const RoundedDot& d, double alpha, double flip_sum, doubl
   if (!std::isfinite(v) || !std::isfinite(b) || fp32_may_overflow(d.abs_value + flip_sum, alpha, v, b))
     return {kNaN, kNaN};
   return {v - b, v + b};
+}
+
+namespace {
+
+void gemm_row_intervals_scalar(const GemmEpilogue& e, const RoundedDot* dots, const double* flips,
+                               int64_t begin, int64_t end, Interval* out) {
+  for (int64_t o = begin; o < end; ++o)
+    out[o] = gemm_epilogue(e, gemm_interval(dots[o], e.alpha, flips[o], e.gk, e.floor), o);
+}
+
+// gemm_row_intervals four columns at a time: gemm_interval's, add_expert_bias's and round_to_bf16's
+// operations in their order, so their bits. The lanes hold columns (o, o+2, o+1, o+3): the order in
+// which two loads of RoundedDot pairs unpack into values and magnitudes, and in which unpacking
+// (lo, hi) stores Interval pairs back.
+__attribute__((target("avx2"))) void gemm_row_intervals_avx2(const GemmEpilogue& e, const RoundedDot* dots,
+                                                             const double* flips, int64_t cols,
+                                                             Interval* out) {
+  using avx2::abs_pd;
+  const double a = std::fabs(e.alpha), overflow_factor = std::max(1.0, a);  // fp32_may_overflow's
+  const bool alpha_overflows = overflow_factor >= kFoldingWatch;
+  const __m256d alpha = _mm256_set1_pd(e.alpha), abs_alpha = _mm256_set1_pd(a),
+                gka = _mm256_set1_pd(e.gk * a), grow = _mm256_set1_pd(1 + 8 * kDoubleUnit),
+                floor = _mm256_set1_pd(e.floor), factor = _mm256_set1_pd(overflow_factor),
+                watch = _mm256_set1_pd(kFoldingWatch), fp32_max = _mm256_set1_pd(kFp32Max),
+                inf = _mm256_set1_pd(kInf), nan = _mm256_set1_pd(kNaN), bias_limit = _mm256_set1_pd(0x1p127),
+                bias_widen = _mm256_set1_pd(kFp32Unit + 4 * kDoubleUnit);
+  const int64_t c4 = cols / 4 * 4;
+  for (int64_t o = 0; o < c4; o += 4) {
+    const __m256d d01 = _mm256_loadu_pd(&dots[o].value), d23 = _mm256_loadu_pd(&dots[o + 2].value);
+    const __m256d value = _mm256_unpacklo_pd(d01, d23), magnitude = _mm256_unpackhi_pd(d01, d23);
+    const __m256d flip = _mm256_permute4x64_pd(_mm256_loadu_pd(flips + o), _MM_SHUFFLE(3, 1, 2, 0));
+    // gemm_interval
+    const __m256d sum = _mm256_add_pd(magnitude, flip);
+    const __m256d v = _mm256_mul_pd(alpha, value);
+    const __m256d b = _mm256_add_pd(
+        _mm256_mul_pd(_mm256_add_pd(_mm256_mul_pd(gka, sum), _mm256_mul_pd(abs_alpha, flip)), grow), floor);
+    __m256d bad = _mm256_cmp_pd(value, value, _CMP_UNORD_Q);
+    bad = _mm256_or_pd(bad, _mm256_cmp_pd(abs_pd(v), inf, _CMP_NLT_UQ));
+    bad = _mm256_or_pd(bad, _mm256_cmp_pd(abs_pd(b), inf, _CMP_NLT_UQ));
+    bad = _mm256_or_pd(bad, _mm256_cmp_pd(_mm256_mul_pd(sum, factor), watch, _CMP_GE_OQ));
+    bad = _mm256_or_pd(bad, _mm256_cmp_pd(_mm256_add_pd(abs_pd(v), b), fp32_max, _CMP_GE_OQ));
+    if (alpha_overflows) bad = _mm256_cmp_pd(v, v, _CMP_TRUE_UQ);
+    __m256d lo = _mm256_sub_pd(v, b), hi = _mm256_add_pd(v, b);
+    // gemm_epilogue
+    if (!e.bias.empty()) {
+      const __m256d bias =
+          _mm256_permute4x64_pd(_mm256_cvtps_pd(_mm_loadu_ps(e.bias.data() + o)), _MM_SHUFFLE(3, 1, 2, 0));
+      lo = _mm256_add_pd(lo, bias);
+      hi = _mm256_add_pd(hi, bias);
+      const __m256d m = avx2::std_max(abs_pd(lo), abs_pd(hi));
+      bad = _mm256_or_pd(bad, _mm256_cmp_pd(m, bias_limit, _CMP_NLT_UQ));
+      const __m256d widen = _mm256_mul_pd(bias_widen, m);
+      lo = _mm256_sub_pd(lo, widen);
+      hi = _mm256_add_pd(hi, widen);
+    }
+    if (e.bf16) {
+      lo = avx2::round_bits_to_bf16(avx2::outward_float_bits</*kDown=*/true>(lo));
+      hi = avx2::round_bits_to_bf16(avx2::outward_float_bits</*kDown=*/false>(hi));
+    }
+    lo = _mm256_blendv_pd(lo, nan, bad);
+    hi = _mm256_blendv_pd(hi, nan, bad);
+    _mm256_storeu_pd(&out[o].lo, _mm256_unpacklo_pd(lo, hi));
+    _mm256_storeu_pd(&out[o + 2].lo, _mm256_unpackhi_pd(lo, hi));
+  }
+  gemm_row_intervals_scalar(e, dots, flips, c4, cols, out);
+}
+
+}  // namespace
+
+void gemm_row_intervals(const GemmEpilogue& e, const RoundedDot* dots, const double* flips, int64_t cols,
+                        Interval* out, bool simd) {
+  if (simd && cpu_has_avx2())
+    gemm_row_intervals_avx2(e, dots, flips, cols, out);
+  else
+    gemm_row_intervals_scalar(e, dots, flips, 0, cols, out);
 }
 
 Interval w4a16_point_interval(const W4A16Dot& d, double alpha, double gk, double floor) {

@@ -71,6 +71,28 @@ DeviceWeights device_weights(const Case& c, const ExpertRows& rows, const Expert
 // acc in `v`. One rounding (exact when it underflows); NaN (nothing said) near the fp32 overflow.
 Interval add_expert_bias(Interval v, double b);
 
+// What follows a W4A4 GEMM element's dot in the stages: gemm_interval's constants, the expert bias
+// (empty: none) and whether the profile rounds the result to bf16.
+struct GemmEpilogue {
+  double alpha = 0, gk = 0, floor = 0;
+  std::span<const float> bias;
+  bool bf16 = false;
+};
+// One output row of a W4A4 GEMM stage from a device's dots and flip sums: out[o] = gemm_interval(
+// dots[o], alpha, flips[o], gk, floor), then add_expert_bias(bias[o]) and, unless NaN, round_to_bf16,
+// as the stages compute element by element. One call per row keeps the loop free of the stages'
+// per-element bookkeeping. `simd` false: the element-by-element loop (the reference the tests hold the
+// AVX2 path to; the AVX2 path is taken only where cpu_has_avx2()).
+void gemm_row_intervals(const GemmEpilogue& e, const RoundedDot* dots, const double* flips, int64_t cols,
+                        Interval* out, bool simd = true);
+// The same epilogue of one element (the stages' per-element path). Inline: an Interval passed to a
+// call goes through memory, and that store-to-load round trip per element was the epilogue's cost.
+inline Interval gemm_epilogue(const GemmEpilogue& e, Interval v, int64_t o) {
+  if (!e.bias.empty()) v = add_expert_bias(v, e.bias[static_cast<size_t>(o)]);  // before the rounding point
+  if (e.bf16 && !is_nan(v)) v = round_to_bf16(v);
+  return v;
+}
+
 // A W4A4 GEMM stage's dots of one expert on a dot device: rows [0, n) of `q` against each matrix of
 // `weights` (ExactDotDevice::dots's layout), with their flip sums where the device can repeat the
 // CPU's order (weighted_abs_sum_rows_is_fused; `flips` empty otherwise, and the stage sums the flips).
