@@ -229,10 +229,12 @@ Bf16Matrix bf16_weights_from(const Nvfp4Matrix& m, const Stream& s, WeightProfil
   std::vector<float> row(static_cast<size_t>(m.cols));
   for (int64_t r = 0; r < m.rows; ++r) {
     m.dequant_row(r, row.data());  // one row at a time: it stays in L1 (a gpt-oss matrix would not)
+    uint64_t bits = 0;             // one 64-bit draw serves four consecutive elements (16 bits each)
     for (int64_t c = 0; c < m.cols; ++c) {
       const uint64_t idx = static_cast<uint64_t>(r * m.cols + c);
-      const uint64_t bits = bulk_bits(s, idx / 4) >> (16 * (idx % 4));
-      const float jitter = 0.75f + static_cast<float>(bits & 0xFFFF) * 0x1p-17f;  // [0.75, 1.25)
+      if (c == 0 || idx % 4 == 0) bits = bulk_bits(s, idx / 4);
+      const uint64_t own = bits >> (16 * (idx % 4));
+      const float jitter = 0.75f + static_cast<float>(own & 0xFFFF) * 0x1p-17f;  // [0.75, 1.25)
       out.bits[idx] = bf16_from_float(row[static_cast<size_t>(c)] * jitter * extra);
     }
   }
