@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <string>
 
@@ -189,14 +191,18 @@ void fill_matrix(const CaseRecipe& r, const Stream& s, Nvfp4Matrix& m) {
     // places the block max (place 4 bits, sign 1, zero-block choice 2) and c1's top byte is the scale.
     const uint64_t c0 = bulk_bits(s, static_cast<uint64_t>(blk) * 2);
     const uint64_t c1 = bulk_bits(s, static_cast<uint64_t>(blk) * 2 + 1);
-    uint8_t* bytes = m.packed.data() + blk * (kNvfp4BlockSize / 2);
-    for (int j = 0; j < 4; ++j) {
-      bytes[j] = pairs[(c0 >> (2 * kBitsPerCode * j)) & kPairMask];
-      bytes[4 + j] = pairs[(c1 >> (2 * kBitsPerCode * j)) & kPairMask];
-    }
+    static_assert(std::endian::native == std::endian::little, "the packed word is stored little-endian");
+    // The block's 8 packed bytes as one little-endian word: code i at bits [4i, 4i + 4), low nibble
+    // first as in Nvfp4Matrix::packed; built in a register and stored once.
+    const auto pair = [&](uint64_t c, int j) {  // packed byte j (0..3) of draw c; constant shifts
+      return static_cast<uint64_t>(pairs[(c >> (2 * kBitsPerCode * j)) & kPairMask]);
+    };
+    uint64_t codes = pair(c0, 0) | pair(c0, 1) << 8 | pair(c0, 2) << 16 | pair(c0, 3) << 24 |
+                     pair(c1, 0) << 32 | pair(c1, 1) << 40 | pair(c1, 2) << 48 | pair(c1, 3) << 56;
     const uint64_t head = c0 >> 56;
     // One element per block carries the block max (+-6), as a quantized block does.
-    set_fp4_code(bytes, static_cast<int64_t>(head & 15), (head & 16) ? 0xF : 0x7);
+    const int max_shift = 4 * static_cast<int>(head & 15);
+    codes = (codes & ~(uint64_t{0xF} << max_shift)) | (uint64_t{(head & 16) ? 0xFu : 0x7u} << max_shift);
     const uint8_t scale_bits = static_cast<uint8_t>(c1 >> 56);
     uint8_t scale = any_scale
                         ? static_cast<uint8_t>(1 + (scale_bits * 0x7Du) / 0xFFu)  // 1..0x7E, all finite > 0
@@ -204,11 +210,13 @@ void fill_matrix(const CaseRecipe& r, const Stream& s, Nvfp4Matrix& m) {
     if (p == WeightProfile::kZeroBlocks && ((head >> 5) & 3) == 0) {
       // All-zero block (1 in 4); codes 0x0 or 0x8 (-0); the scale byte as ModelOpt writes it (0x38 =
       // 1.0: "pbs[pbs == 0] = 1.0"), 0x00, or left as drawn. The code bits are free to reuse here.
-      for (int64_t i = 0; i < kNvfp4BlockSize; ++i) set_fp4_code(bytes, i, ((c0 >> i) & 1) ? 0x8 : 0x0);
+      codes = 0;
+      for (int i = 0; i < kNvfp4BlockSize; ++i) codes |= ((c0 >> i) & 1) << (4 * i + 3);
       const uint64_t rule = (c1 & 0xFFFF) % 3;
       if (rule == 0) scale = 0x38;
       if (rule == 1) scale = 0x00;
     }
+    std::memcpy(m.packed.data() + blk * (kNvfp4BlockSize / 2), &codes, sizeof(codes));
     m.scales[static_cast<size_t>(blk)] = scale;
   }
   // Tiny scales: guarantee an E4M3 subnormal scale byte (0x01..0x07) in every matrix.
