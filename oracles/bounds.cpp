@@ -12,6 +12,7 @@
 #include "core/cpu_features.h"
 #include "core/e2m1.h"
 #include "core/e4m3.h"
+#include "oracles/interval_avx2.h"
 
 namespace moefuzz {
 namespace {
@@ -236,6 +237,113 @@ Interval swiglu_kernel_interval(Interval gate, Interval up, const Swiglu& s) {
     widen +=
         std::max(std::fabs(g.lo), std::fabs(g.hi)) * std::max(std::fabs(v.lo), std::fabs(v.hi)) * 0x1p-115;
   return {lo - widen, hi + widen};
+}
+
+namespace {
+
+void swiglu_kernel_intervals_scalar(const Interval* gate, const Interval* up, int64_t begin, int64_t end,
+                                    const Swiglu& s, Interval* out) {
+  for (int64_t i = begin; i < end; ++i) out[i] = swiglu_kernel_interval(gate[i], up[i], s);
+}
+
+// The ends of Intervals x[0..3], lanes in the order (0, 2, 1, 3).
+__attribute__((target("avx2"))) inline void unpack_ends(const Interval* x, __m256d& lo, __m256d& hi) {
+  const __m256d a = _mm256_loadu_pd(&x[0].lo), b = _mm256_loadu_pd(&x[2].lo);
+  lo = _mm256_unpacklo_pd(a, b);
+  hi = _mm256_unpackhi_pd(a, b);
+}
+
+// std::clamp(x, lo, hi) (x < lo ? lo : hi < x ? hi : x), then + shift.
+__attribute__((target("avx2"))) inline __m256d clamp_shift(__m256d x, __m256d lo, __m256d hi, __m256d shift) {
+  const __m256d upper = _mm256_blendv_pd(x, hi, _mm256_cmp_pd(hi, x, _CMP_LT_OQ));
+  return _mm256_add_pd(_mm256_blendv_pd(upper, lo, _mm256_cmp_pd(x, lo, _CMP_LT_OQ)), shift);
+}
+
+// swiglu_eval_relative_error.
+__attribute__((target("avx2"))) inline __m256d swiglu_eval_error(__m256d z) {
+  const __m256d flush = _mm256_set1_pd(-80.0);
+  const __m256d e =
+      _mm256_mul_pd(_mm256_add_pd(_mm256_set1_pd(8.0), _mm256_mul_pd(_mm256_set1_pd(2.0), avx2::abs_pd(z))),
+                    _mm256_set1_pd(0x1p-23));
+  return _mm256_blendv_pd(e, _mm256_set1_pd(1.0), _mm256_cmp_pd(z, flush, _CMP_LT_OQ));
+}
+
+// swiglu_kernel_interval four elements at a time: the same operations in the same order (std::exp
+// itself called per element), so the same bits. Lanes hold elements (i, i+2, i+1, i+3): the order in
+// which two loads of Interval pairs unpack into ends, and in which unpacking stores them back.
+__attribute__((target("avx2"))) void swiglu_kernel_intervals_avx2(const Interval* gate, const Interval* up,
+                                                                  int64_t n, const Swiglu& s, Interval* out) {
+  using avx2::abs_pd;
+  using avx2::std_max;
+  using avx2::std_min;
+  const __m256d limit = _mm256_set1_pd(s.limit), neg_limit = _mm256_set1_pd(-s.limit),
+                beta = _mm256_set1_pd(s.beta), alpha = _mm256_set1_pd(s.alpha),
+                neg_alpha = _mm256_set1_pd(-s.alpha), abs_alpha = _mm256_set1_pd(std::fabs(s.alpha)),
+                half = _mm256_set1_pd(0.5), radius_grow = _mm256_set1_pd(1 + 2 * kDoubleUnit),
+                one = _mm256_set1_pd(1.0), slope = _mm256_set1_pd(kSiluSlopeMax),
+                inf = _mm256_set1_pd(std::numeric_limits<double>::infinity()), zero = _mm256_setzero_pd(),
+                flush_z = _mm256_set1_pd(-80.0), extra = _mm256_set1_pd(kOracleTranscendentalError),
+                doubles = _mm256_set1_pd(4 * kDoubleUnit), floors = _mm256_set1_pd(4 * kUnderflowFloor),
+                tiny = _mm256_set1_pd(0x1p-115),
+                nan = _mm256_set1_pd(std::numeric_limits<double>::quiet_NaN());
+  const int64_t n4 = n / 4 * 4;
+  for (int64_t i = 0; i < n4; i += 4) {
+    __m256d glo, ghi, ulo, uhi;
+    unpack_ends(gate + i, glo, ghi);
+    unpack_ends(up + i, ulo, uhi);
+    const __m256d bad_in =
+        _mm256_or_pd(_mm256_cmp_pd(glo, ghi, _CMP_UNORD_Q), _mm256_cmp_pd(ulo, uhi, _CMP_UNORD_Q));
+    // Clamps: std::min(x, limit); std::clamp(x, -limit, limit) = x < -limit ? -limit : limit < x ? limit : x.
+    const __m256d g_lo = std_min(glo, limit), g_hi = std_min(ghi, limit);
+    const __m256d v_lo = clamp_shift(ulo, neg_limit, limit, beta),
+                  v_hi = clamp_shift(uhi, neg_limit, limit, beta);
+    // Interval::center and Interval::radius of g.
+    const __m256d width = _mm256_sub_pd(g_hi, g_lo);
+    const __m256d gc = _mm256_blendv_pd(_mm256_add_pd(g_lo, _mm256_mul_pd(width, half)), g_lo,
+                                        _mm256_cmp_pd(g_lo, g_hi, _CMP_EQ_OQ));
+    const __m256d rg = _mm256_blendv_pd(_mm256_mul_pd(_mm256_mul_pd(width, half), radius_grow), zero,
+                                        _mm256_cmp_pd(width, zero, _CMP_EQ_OQ));
+    alignas(32) double arg[4], e[4];
+    _mm256_store_pd(arg, _mm256_mul_pd(neg_alpha, gc));
+    for (int k = 0; k < 4; ++k) e[k] = std::exp(arg[k]);
+    const __m256d sc = _mm256_div_pd(gc, _mm256_add_pd(one, _mm256_load_pd(e)));
+    const __m256d rs = _mm256_mul_pd(slope, rg);
+    const __m256d sv_lo = _mm256_sub_pd(sc, rs), sv_hi = _mm256_add_pd(sc, rs);
+    // std::min_element / std::max_element over {lo lo, lo hi, hi lo, hi hi}: the first extreme by <.
+    const __m256d p[4] = {_mm256_mul_pd(sv_lo, v_lo), _mm256_mul_pd(sv_lo, v_hi), _mm256_mul_pd(sv_hi, v_lo),
+                          _mm256_mul_pd(sv_hi, v_hi)};
+    __m256d lo = p[0], hi = p[0];
+    for (int k = 1; k < 4; ++k) {
+      lo = _mm256_blendv_pd(lo, p[k], _mm256_cmp_pd(p[k], lo, _CMP_LT_OQ));
+      hi = _mm256_blendv_pd(hi, p[k], _mm256_cmp_pd(hi, p[k], _CMP_LT_OQ));
+    }
+    const __m256d bad = _mm256_or_pd(bad_in, _mm256_or_pd(_mm256_cmp_pd(abs_pd(lo), inf, _CMP_NLT_UQ),
+                                                          _mm256_cmp_pd(abs_pd(hi), inf, _CMP_NLT_UQ)));
+    const __m256d mag = std_max(abs_pd(lo), abs_pd(hi));
+    const __m256d g_abs = std_max(abs_pd(g_lo), abs_pd(g_hi));
+    const __m256d zmax = _mm256_mul_pd(abs_alpha, g_abs);
+    const __m256d zmin = std_min(_mm256_mul_pd(alpha, g_lo), _mm256_mul_pd(alpha, g_hi));
+    const __m256d eps = std_max(swiglu_eval_error(zmax), swiglu_eval_error(zmin));
+    __m256d widen =
+        _mm256_add_pd(_mm256_mul_pd(_mm256_add_pd(_mm256_add_pd(eps, extra), doubles), mag), floors);
+    const __m256d flushed = _mm256_mul_pd(_mm256_mul_pd(g_abs, std_max(abs_pd(v_lo), abs_pd(v_hi))), tiny);
+    widen = _mm256_blendv_pd(widen, _mm256_add_pd(widen, flushed), _mm256_cmp_pd(zmin, flush_z, _CMP_LT_OQ));
+    lo = _mm256_blendv_pd(_mm256_sub_pd(lo, widen), nan, bad);
+    hi = _mm256_blendv_pd(_mm256_add_pd(hi, widen), nan, bad);
+    _mm256_storeu_pd(&out[i].lo, _mm256_unpacklo_pd(lo, hi));
+    _mm256_storeu_pd(&out[i + 2].lo, _mm256_unpackhi_pd(lo, hi));
+  }
+  swiglu_kernel_intervals_scalar(gate, up, n4, n, s, out);
+}
+
+}  // namespace
+
+void swiglu_kernel_intervals(const Interval* gate, const Interval* up, int64_t n, const Swiglu& s,
+                             Interval* out, bool simd) {
+  if (simd && cpu_has_avx2())
+    swiglu_kernel_intervals_avx2(gate, up, n, s, out);
+  else
+    swiglu_kernel_intervals_scalar(gate, up, 0, n, s, out);
 }
 
 double Nvfp4Envelope::radius(size_t i, double center) const {

@@ -114,6 +114,10 @@ Interval swiglu_kernel_interval(Interval gate, Interval up, const Swiglu& s);
 // ulp = 2^-23 relative: (8 + 2|z|) 2^-23 with 1.5 ulp to spare for second-order terms. Below
 // z = -80 the kernel's sigmoid may flush (exp overflow, __fdividef of huge denominators): error 100%.
 double swiglu_eval_relative_error(double z);
+// swiglu_kernel_interval of n elements: out[i] from gate[i] and up[i]. `simd` false: the element loop
+// (the reference the tests hold the AVX2 path to; that path is taken only where cpu_has_avx2()).
+void swiglu_kernel_intervals(const Interval* gate, const Interval* up, int64_t n, const Swiglu& s,
+                             Interval* out, bool simd = true);
 
 // ---- NVFP4 activation quantization as a rounding point -------------------------------------------
 // Relative error of the kernel's y = fl(x * outScale) against x * S_q / sfd over every quantizer

@@ -162,8 +162,10 @@ LayerReference reference_layer(const Case& c, const Profile& p, const RoutingDec
         const bool stage_row = g1 != nullptr && row.slot >= 0;
         if (const OracleRowMemo::Row* hit = memo->find_gemm1(k, stage_row)) {
           const double* v = hit->values.data();
-          std::memcpy(out.rows.gate.data() + j * I, v, static_cast<size_t>(I) * sizeof(Interval));
-          std::memcpy(out.rows.up.data() + j * I, v + 2 * I, static_cast<size_t>(I) * sizeof(Interval));
+          std::memcpy(static_cast<void*>(out.rows.gate.data() + j * I), v,
+                      static_cast<size_t>(I) * sizeof(Interval));
+          std::memcpy(static_cast<void*>(out.rows.up.data() + j * I), v + 2 * I,
+                      static_cast<size_t>(I) * sizeof(Interval));
           if (stage_row) {
             std::copy_n(v + 4 * I, 2 * I, g1->expected.begin() + row.slot * 2 * I);
             std::copy_n(v + 6 * I, 2 * I, g1->bound.begin() + row.slot * 2 * I);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace moefuzz::stages {
 
@@ -14,12 +15,15 @@ ActivationRows activation(const Profile& p, const Swiglu& sw, const ExpertRows& 
   h.hi.resize(h.lo.size());
   h.center.resize(h.lo.size());
   h.nan.assign(static_cast<size_t>(n), 0);
+  std::vector<Interval> row(static_cast<size_t>(I));
   for (int64_t j = 0; j < n; ++j) {
     const ExpandedRow& er = rows.row(j);
+    swiglu_kernel_intervals(&g.gate[static_cast<size_t>(j * I)], &g.up[static_cast<size_t>(j * I)], I, sw,
+                            row.data());
     bool nan = false;
     for (int64_t o = 0; o < I; ++o) {
       const size_t gi = static_cast<size_t>(j * I + o);
-      Interval x = swiglu_kernel_interval(g.gate[gi], g.up[gi], sw);
+      Interval x = row[static_cast<size_t>(o)];
       if (!is_nan(x) && p.silu_may_round_bf16) {
         // bf16(silu(g)) is within 2^-8 of silu(g) relative (plus the subnormal floor, flushes
         // included), and |silu(g) * v| <= max|x|: widen by that much times |v| <= max|up| + |beta|.
