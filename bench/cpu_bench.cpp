@@ -8,6 +8,7 @@
 #include <benchmark/benchmark.h>
 
 #include "core/case.h"
+#include "core/heap_retention.h"
 #include "kernels/registry.h"
 
 namespace moefuzz {
@@ -92,4 +93,12 @@ BENCHMARK(BM_CpuLayer_DSV3)
 }  // namespace
 }  // namespace moefuzz
 
-BENCHMARK_MAIN();
+// BENCHMARK_MAIN, with the heap settings of the moefuzz CLI (core/heap_retention.h).
+int main(int argc, char** argv) {
+  moefuzz::retain_freed_heap_memory();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -4,6 +4,7 @@
 #include <new>
 
 #include "core/errors.h"
+#include "core/heap_retention.h"
 #include "core/interrupt.h"
 #include "oracles/gpu/gpu_exact_dots.h"
 #include "tools/commands.h"
@@ -12,6 +13,7 @@
 #include "tools/version.h"
 
 int main(int argc, char** argv) {
+  moefuzz::retain_freed_heap_memory();
   CLI::App app{
       "moefuzz: differential testing and fuzzing of MoE kernels (routing, NVFP4, grouped GEMM, combine)"};
   app.require_subcommand(1);
