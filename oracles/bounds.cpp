@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #if defined(__x86_64__)
@@ -127,24 +128,6 @@ __attribute__((target("avx2"), always_inline)) inline __m128 e2m1_round_avx2(__m
   v = _mm_add_ps(v, step(_mm_cmp_ps(a, _mm_set1_ps(5.0f), _CMP_GT_OQ), 2.0f));
   return _mm_or_ps(v, sign);
 }
-// float_down (toward_up false) or float_up of four doubles (a template: compare predicates are constants).
-template <bool toward_up>
-__attribute__((target("avx2"), always_inline)) inline __m128 float_toward_avx2(__m256d x) {
-  const __m128 f = _mm256_cvtpd_ps(x);  // RN, as static_cast<float>
-  const __m256d back = _mm256_cvtps_pd(f);
-  const __m128 past =
-      _mm256_castps256_ps128(_mm256_permutevar8x32_ps(  // one 32-bit mask per lane, from the 64-bit ones
-          _mm256_castpd_ps(_mm256_cmp_pd(back, x, toward_up ? _CMP_LT_OQ : _CMP_GT_OQ)),
-          _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0)));
-  // One ulp: bits - 1 toward zero, bits + 1 away from it; toward -inf a positive f moves toward zero.
-  const __m128i positive = _mm_castps_si128(_mm_cmp_ps(f, _mm_setzero_ps(), _CMP_GT_OQ));  // -1 or 0
-  const __m128i delta = toward_up ? _mm_sub_epi32(_mm_set1_epi32(-1), _mm_add_epi32(positive, positive))
-                                  : _mm_add_epi32(_mm_set1_epi32(1), _mm_add_epi32(positive, positive));
-  const __m128 stepped = _mm_castsi128_ps(_mm_add_epi32(_mm_castps_si128(f), delta));
-  const __m128 zero = _mm_cmp_ps(f, _mm_setzero_ps(), _CMP_EQ_OQ);
-  const __m128 moved = _mm_blendv_ps(stepped, _mm_set1_ps(toward_up ? 0x1p-149f : -0x1p-149f), zero);
-  return _mm_blendv_ps(f, moved, past);
-}
 __attribute__((target("avx2"))) void unflushed_codes16_avx2(const double* lo, const double* hi,
                                                             const BlockQuant& q, float* umin, float* umax) {
   const __m256d os = _mm256_set1_pd(q.os), down = _mm256_set1_pd(1 - q.rel), up = _mm256_set1_pd(1 + q.rel);
@@ -154,8 +137,56 @@ __attribute__((target("avx2"))) void unflushed_codes16_avx2(const double* lo, co
     // std::min(x, y) is y < x ? y : x (min_pd(y, x)); std::max(x, y) is x < y ? y : x (max_pd(y, x))
     const __m256d ymin = _mm256_min_pd(_mm256_mul_pd(a, up), _mm256_mul_pd(a, down));
     const __m256d ymax = _mm256_max_pd(_mm256_mul_pd(b, up), _mm256_mul_pd(b, down));
-    _mm_storeu_ps(umin + k, e2m1_round_avx2(float_toward_avx2<false>(ymin)));
-    _mm_storeu_ps(umax + k, e2m1_round_avx2(float_toward_avx2<true>(ymax)));
+    _mm_storeu_ps(umin + k,
+                  e2m1_round_avx2(_mm_castsi128_ps(avx2::outward_float_bits</*kDown=*/true>(ymin))));
+    _mm_storeu_ps(umax + k,
+                  e2m1_round_avx2(_mm_castsi128_ps(avx2::outward_float_bits</*kDown=*/false>(ymax))));
+  }
+}
+
+// nvfp4_envelope's hull update of one block under one scale byte value sfd, four elements at a time:
+// lo[k] = std::min(lo[k], vmin[k] * sfd) and hi[k] = std::max(hi[k], vmax[k] * sfd), the products in
+// double (exact), the same bits as the scalar loop.
+__attribute__((target("avx2"))) void widen_block_hull_avx2(const float* vmin, const float* vmax, float sfd,
+                                                           double* lo, double* hi) {
+  const __m256d f = _mm256_set1_pd(static_cast<double>(sfd));
+  for (int k = 0; k < 16; k += 4) {
+    const __m256d a = _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(vmin + k)), f);
+    const __m256d c = _mm256_mul_pd(_mm256_cvtps_pd(_mm_loadu_ps(vmax + k)), f);
+    _mm256_storeu_pd(lo + k, avx2::std_min(_mm256_loadu_pd(lo + k), a));
+    _mm256_storeu_pd(hi + k, avx2::std_max(_mm256_loadu_pd(hi + k), c));
+  }
+}
+
+// nvfp4_envelope's representative codes of one block (block scale value not zero), four elements at a
+// time: y = fl32(fl32(center) * scale), its E2M1 value clamped into [vmin, vmax], that value's code
+// (sign bit 0x8, -0 included), as the scalar loop computes them. y is never NaN (center is finite).
+__attribute__((target("avx2"))) void representative_codes_avx2(const double* center, double scale,
+                                                               const float* vmin, const float* vmax,
+                                                               uint8_t* codes) {
+  const __m256d sv = _mm256_set1_pd(scale);
+  for (int k = 0; k < 16; k += 4) {
+    const __m256d c = _mm256_cvtps_pd(_mm256_cvtpd_ps(_mm256_loadu_pd(center + k)));
+    const __m128 r = e2m1_round_avx2(_mm256_cvtpd_ps(_mm256_mul_pd(c, sv)));
+    // std::clamp(r, lo, hi): r < lo ? lo : hi < r ? hi : r.
+    const __m128 lo = _mm_loadu_ps(vmin + k), hi = _mm_loadu_ps(vmax + k);
+    const __m128 upper = _mm_blendv_ps(r, hi, _mm_cmp_ps(hi, r, _CMP_LT_OQ));
+    const __m128 v = _mm_blendv_ps(upper, lo, _mm_cmp_ps(r, lo, _CMP_LT_OQ));
+    // e2m1_from_float of an E2M1 value: the thresholds its magnitude passes, plus the sign.
+    const __m128 a = _mm_andnot_ps(_mm_set1_ps(-0.0f), v);
+    __m128i m = _mm_setzero_si128();
+    const auto pass = [&m](__m128 passed) { m = _mm_sub_epi32(m, _mm_castps_si128(passed)); };
+    pass(_mm_cmp_ps(a, _mm_set1_ps(0.25f), _CMP_GT_OQ));
+    pass(_mm_cmp_ps(a, _mm_set1_ps(0.75f), _CMP_GE_OQ));
+    pass(_mm_cmp_ps(a, _mm_set1_ps(1.25f), _CMP_GT_OQ));
+    pass(_mm_cmp_ps(a, _mm_set1_ps(1.75f), _CMP_GE_OQ));
+    pass(_mm_cmp_ps(a, _mm_set1_ps(2.5f), _CMP_GT_OQ));
+    pass(_mm_cmp_ps(a, _mm_set1_ps(3.5f), _CMP_GE_OQ));
+    pass(_mm_cmp_ps(a, _mm_set1_ps(5.0f), _CMP_GT_OQ));
+    const __m128i sign = _mm_srli_epi32(_mm_and_si128(_mm_castps_si128(v), _mm_set1_epi32(INT32_MIN)), 28);
+    const __m128i code = _mm_or_si128(m, sign);
+    const int packed = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packus_epi32(code, code), _mm_setzero_si128()));
+    std::memcpy(codes + k, &packed, 4);
   }
 }
 #endif
@@ -383,7 +414,12 @@ bool nvfp4_indeterminate(std::span<const double> lo, std::span<const double> hi,
 }
 
 Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double> hi,
-                             std::span<const double> center, float s_q) {
+                             std::span<const double> center, float s_q, bool simd) {
+#if defined(__x86_64__)
+  simd = simd && cpu_has_avx2();
+#else
+  simd = false;
+#endif
   const size_t n = lo.size();
   Nvfp4Envelope env;
   env.center_codes.assign(n, 0);
@@ -412,7 +448,7 @@ Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double>
     // whole block at once; else code_range's hull.
     const auto ranges = [&](const BlockQuant& q) {
       if (!q.zero && !q.flush) {
-        unflushed_codes16(&lo[16 * b], &hi[16 * b], q, vmin, vmax);
+        unflushed_codes16(&lo[16 * b], &hi[16 * b], q, vmin, vmax, simd);
         return;
       }
       for (size_t k = 0; k < 16; ++k) {
@@ -424,6 +460,12 @@ Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double>
     for (int byte = blo; byte <= bhi; ++byte) {
       const float sfd = e4m3_to_float(static_cast<uint8_t>(byte));
       ranges(BlockQuant(s_q, sfd));
+#if defined(__x86_64__)
+      if (simd) {
+        widen_block_hull_avx2(vmin, vmax, sfd, &env.lo[16 * b], &env.hi[16 * b]);
+        continue;
+      }
+#endif
       for (size_t k = 0; k < 16; ++k) {
         const size_t i = 16 * b + k;
         env.lo[i] = std::min(env.lo[i], static_cast<double>(vmin[k]) * sfd);
@@ -433,6 +475,13 @@ Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double>
     // Representative: the center point quantized under bc, clamped into bc's admissible codes.
     const float sfd_c = e4m3_to_float(bc);
     ranges(BlockQuant(s_q, sfd_c));
+#if defined(__x86_64__)
+    if (simd && sfd_c != 0.0f) {
+      representative_codes_avx2(&center[16 * b], s_q / static_cast<double>(sfd_c), vmin, vmax,
+                                &env.center_codes[16 * b]);
+      continue;
+    }
+#endif
     for (size_t k = 0; k < 16; ++k) {
       const size_t i = 16 * b + k;
       float v = 0.0f;

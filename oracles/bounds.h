@@ -147,8 +147,9 @@ struct Nvfp4Envelope {
 bool nvfp4_unflushed_codes16(const double* lo, const double* hi, float s_q, float sfd, bool simd, float* umin,
                              float* umax);
 
+// `simd` false: every block element by element (the reference the tests hold the AVX2 path to).
 Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double> hi,
-                             std::span<const double> center, float s_q);
+                             std::span<const double> center, float s_q, bool simd = true);
 // True when nothing can be said about the row's quantization (a non-finite input or scale): the
 // envelope's `indeterminate`, without computing the envelope.
 bool nvfp4_indeterminate(std::span<const double> lo, std::span<const double> hi, float s_q);

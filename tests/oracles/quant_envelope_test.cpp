@@ -129,5 +129,65 @@ TEST(QuantEnvelope, BlockWideCodeRangesEqualTheElementWiseOnes) {
   EXPECT_EQ(differing_lanes, 0);
 }
 
+// The whole envelope of a row (hull over the admissible scale bytes, representative codes) on the AVX2
+// path and element by element: the same bits in every field, on rows of hostile blocks (values on
+// and beside the E2M1 thresholds, zeros of both signs, subnormal and huge values, wide intervals that
+// admit several scale bytes) under scales that do and do not allow a flush.
+TEST(QuantEnvelope, Avx2EnvelopeEqualsTheElementWiseOne) {
+  const Stream s(11, "envelopes");
+  const double thresholds[] = {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0};
+  const float s_qs[] = {512.0f, 448.0f * 6.0f / 3.7f, 0x1p-20f, 1.0f, 0x1p100f, 3.0e38f};
+  int64_t determinate = 0, codes = 0, nonzero = 0;
+  for (uint64_t t = 0; t < 3000; ++t) {
+    const float s_q = s_qs[t % 6];
+    const size_t n = 16 * (1 + s.bits(t * 1000) % 4);
+    std::vector<double> lo(n), hi(n), center(n);
+    for (size_t k = 0; k < n; ++k) {
+      const uint64_t i = t * 1000 + 1 + k * 3;
+      const double unit = std::ldexp(1.0, static_cast<int>(s.bits(i) % 24) - 12) / 64.0;
+      double x = 0;
+      switch (s.bits(i) % 5) {
+        case 0:
+          x = thresholds[s.bits(i + 1) % 8] * unit;
+          if (s.bits(i + 1) & 8) x = std::nextafter(static_cast<float>(x), 1e30f);
+          break;
+        case 1:
+          x = (s.bits(i + 1) & 1) ? 0.0 : -0.0;
+          break;
+        case 2:
+          x = std::ldexp(s.uniform(i + 1), -140 - static_cast<int>(s.bits(i + 1) % 30));
+          break;
+        default:
+          x = (s.uniform(i + 1) * 14 - 7) * unit;
+      }
+      if (s.bits(i + 1) & 16) x = -x;
+      const double w =
+          (s.bits(i + 2) & 3) == 0
+              ? 0.0
+              : std::fabs(x) * std::ldexp(s.uniform(i + 2), -static_cast<int>(s.bits(i + 2) % 30));
+      lo[k] = x - w;
+      hi[k] = x + w;
+      const uint64_t where = s.bits(i + 2) >> 40;
+      center[k] = where % 3 == 0 ? lo[k] : where % 3 == 1 ? hi[k] : x;
+    }
+    const Nvfp4Envelope simd = nvfp4_envelope(lo, hi, center, s_q, /*simd=*/true);
+    const Nvfp4Envelope plain = nvfp4_envelope(lo, hi, center, s_q, /*simd=*/false);
+    ASSERT_EQ(simd.indeterminate, plain.indeterminate);
+    ASSERT_EQ(simd.center_codes, plain.center_codes) << "row " << t;
+    ASSERT_EQ(simd.center_scales, plain.center_scales) << "row " << t;
+    ASSERT_EQ(simd.scale_lo, plain.scale_lo) << "row " << t;
+    ASSERT_EQ(simd.scale_hi, plain.scale_hi) << "row " << t;
+    ASSERT_EQ(0, std::memcmp(simd.lo.data(), plain.lo.data(), n * sizeof(double))) << "row " << t;
+    ASSERT_EQ(0, std::memcmp(simd.hi.data(), plain.hi.data(), n * sizeof(double))) << "row " << t;
+    if (plain.indeterminate) continue;
+    ++determinate;
+    codes += static_cast<int64_t>(n);
+    for (uint8_t c : plain.center_codes) nonzero += (c & 0x7) != 0 ? 1 : 0;
+  }
+  // Not vacuous: most rows have an envelope, and many of its representative codes are not zero.
+  EXPECT_GT(determinate, 2000);
+  EXPECT_GT(nonzero, codes / 5);
+}
+
 }  // namespace
 }  // namespace moefuzz
