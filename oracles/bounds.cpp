@@ -457,9 +457,35 @@ Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double>
         vmax[k] = r.vmax;
       }
     };
+    // Representative: the center point quantized under bc, clamped into bc's admissible codes
+    // (vmin/vmax as ranges() left them for bc).
+    const auto representative = [&](float sfd_c) {
+#if defined(__x86_64__)
+      if (simd && sfd_c != 0.0f) {
+        representative_codes_avx2(&center[16 * b], s_q / static_cast<double>(sfd_c), vmin, vmax,
+                                  &env.center_codes[16 * b]);
+        return;
+      }
+#endif
+      for (size_t k = 0; k < 16; ++k) {
+        const size_t i = 16 * b + k;
+        float v = 0.0f;
+        if (sfd_c != 0.0f) {
+          const float y = static_cast<float>(static_cast<double>(static_cast<float>(center[i])) *
+                                             (s_q / static_cast<double>(sfd_c)));
+          v = std::clamp(e2m1_to_float(e2m1_from_float(y)), vmin[k], vmax[k]);
+        }
+        env.center_codes[i] = e2m1_from_float(v);  // exact: v is an E2M1 value
+      }
+    };
+    bool represented = false;  // bc lies in [blo, bhi]: the loop passes it and reuses its ranges
     for (int byte = blo; byte <= bhi; ++byte) {
       const float sfd = e4m3_to_float(static_cast<uint8_t>(byte));
       ranges(BlockQuant(s_q, sfd));
+      if (byte == bc) {
+        representative(sfd);
+        represented = true;
+      }
 #if defined(__x86_64__)
       if (simd) {
         widen_block_hull_avx2(vmin, vmax, sfd, &env.lo[16 * b], &env.hi[16 * b]);
@@ -472,25 +498,10 @@ Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double>
         env.hi[i] = std::max(env.hi[i], static_cast<double>(vmax[k]) * sfd);
       }
     }
-    // Representative: the center point quantized under bc, clamped into bc's admissible codes.
-    const float sfd_c = e4m3_to_float(bc);
-    ranges(BlockQuant(s_q, sfd_c));
-#if defined(__x86_64__)
-    if (simd && sfd_c != 0.0f) {
-      representative_codes_avx2(&center[16 * b], s_q / static_cast<double>(sfd_c), vmin, vmax,
-                                &env.center_codes[16 * b]);
-      continue;
-    }
-#endif
-    for (size_t k = 0; k < 16; ++k) {
-      const size_t i = 16 * b + k;
-      float v = 0.0f;
-      if (sfd_c != 0.0f) {
-        const float y = static_cast<float>(static_cast<double>(static_cast<float>(center[i])) *
-                                           (s_q / static_cast<double>(sfd_c)));
-        v = std::clamp(e2m1_to_float(e2m1_from_float(y)), vmin[k], vmax[k]);
-      }
-      env.center_codes[i] = e2m1_from_float(v);  // exact: v is an E2M1 value
+    if (!represented) {
+      const float sfd_c = e4m3_to_float(bc);
+      ranges(BlockQuant(s_q, sfd_c));
+      representative(sfd_c);
     }
   }
   return env;
