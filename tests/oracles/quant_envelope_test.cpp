@@ -25,6 +25,39 @@ struct Block {
   }
 };
 
+// A hostile interval for element draw i of `s`: around a point on an E2M1 threshold once multiplied by
+// `os` (the quantizer's S_q / block scale) or one float ulp beside it, a zero of either sign, a
+// subnormal, a huge value, or anything in +-7 / os; a point in half the draws, else of radius up to
+// |x| 2^-width_bits.
+void hostile_interval(const Stream& s, uint64_t i, double os, int width_bits, double& lo, double& hi) {
+  static constexpr double kThresholds[] = {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0};
+  double x = 0;
+  switch (s.bits(i) % 6) {
+    case 0:  // on a threshold once scaled, or one float ulp beside it
+      x = kThresholds[s.bits(i + 1) % 8] / os;
+      if (s.bits(i + 1) & 8) x = std::nextafter(static_cast<float>(x), 1e30f);
+      break;
+    case 1:
+      x = (s.bits(i + 1) & 1) ? 0.0 : -0.0;
+      break;
+    case 2:
+      x = std::ldexp(s.uniform(i + 1), -140 - static_cast<int>(s.bits(i + 1) % 30));
+      break;
+    case 3:
+      x = std::ldexp(s.uniform(i + 1), 100 + static_cast<int>(s.bits(i + 1) % 30));
+      break;
+    default:
+      x = (s.uniform(i + 1) * 14 - 7) / os;
+  }
+  if (s.bits(i + 1) & 16) x = -x;
+  const bool point = (s.bits(i + 1) & 32) != 0;
+  const double w =
+      point ? 0.0
+            : std::fabs(x) * std::ldexp(s.uniform(i + 2), -static_cast<int>(s.bits(i + 2) % width_bits));
+  lo = x - w;
+  hi = x + w;
+}
+
 TEST(QuantEnvelope, PowerOfTwoScalesDecideExactTies) {
   // S_q = 2^9, amax 6/2^9 -> block scale exactly 1.0 (0x38); x1 * S_q / 1.0 = 0.25, the tie
   // between codes 0 (0.0, even) and 1 (0.5).
@@ -75,41 +108,15 @@ TEST(QuantEnvelope, FlushedOutScaleIsAdmittedAsAUnion) {
 // intervals, both S_q kinds (power of two or not) and every finite block scale.
 TEST(QuantEnvelope, BlockWideCodeRangesEqualTheElementWiseOnes) {
   const Stream s(7, "code-ranges");
-  const double thresholds[] = {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0};
   const float s_qs[] = {512.0f, 448.0f * 6.0f / 3.7f, 0x1p-20f, 1.0f, 0x1p100f};
   int64_t blocks = 0, differing_lanes = 0;
   for (uint64_t t = 0; t < 20000; ++t) {
     const float s_q = s_qs[t % 5];
     float sfd = e4m3_to_float(static_cast<uint8_t>(1 + s.bits(t * 40) % 0x7E));
     double lo[16], hi[16];
-    for (int k = 0; k < 16; ++k) {
-      const uint64_t i = t * 40 + 1 + static_cast<uint64_t>(k) * 2;
-      const double os = static_cast<double>(s_q) / static_cast<double>(sfd);
-      double x = 0;
-      switch (s.bits(i) % 6) {
-        case 0:  // on a threshold once scaled, or one float ulp beside it
-          x = thresholds[s.bits(i + 1) % 8] / os;
-          if (s.bits(i + 1) & 8) x = std::nextafter(static_cast<float>(x), 1e30f);
-          break;
-        case 1:
-          x = (s.bits(i + 1) & 1) ? 0.0 : -0.0;
-          break;
-        case 2:
-          x = std::ldexp(s.uniform(i + 1), -140 - static_cast<int>(s.bits(i + 1) % 30));
-          break;
-        case 3:
-          x = std::ldexp(s.uniform(i + 1), 100 + static_cast<int>(s.bits(i + 1) % 30));
-          break;
-        default:
-          x = (s.uniform(i + 1) * 14 - 7) / os;
-      }
-      if (s.bits(i + 1) & 16) x = -x;
-      const double w = s.bits(i + 1) & 32 ? 0.0
-                                          : std::fabs(x) * std::ldexp(s.uniform(i + 2),
-                                                                      -static_cast<int>(s.bits(i + 2) % 40));
-      lo[k] = x - w;
-      hi[k] = x + w;
-    }
+    const double os = static_cast<double>(s_q) / static_cast<double>(sfd);
+    for (int k = 0; k < 16; ++k)
+      hostile_interval(s, t * 40 + 1 + static_cast<uint64_t>(k) * 2, os, /*width_bits=*/40, lo[k], hi[k]);
     float simd_min[16], simd_max[16], one_min[16], one_max[16];
     const bool taken = nvfp4_unflushed_codes16(lo, hi, s_q, sfd, true, simd_min, simd_max);
     ASSERT_EQ(taken, nvfp4_unflushed_codes16(lo, hi, s_q, sfd, false, one_min, one_max));
@@ -135,7 +142,6 @@ TEST(QuantEnvelope, BlockWideCodeRangesEqualTheElementWiseOnes) {
 // admit several scale bytes) under scales that do and do not allow a flush.
 TEST(QuantEnvelope, Avx2EnvelopeEqualsTheElementWiseOne) {
   const Stream s(11, "envelopes");
-  const double thresholds[] = {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0};
   const float s_qs[] = {512.0f, 448.0f * 6.0f / 3.7f, 0x1p-20f, 1.0f, 0x1p100f, 3.0e38f};
   int64_t determinate = 0, codes = 0, nonzero = 0;
   for (uint64_t t = 0; t < 3000; ++t) {
@@ -144,29 +150,9 @@ TEST(QuantEnvelope, Avx2EnvelopeEqualsTheElementWiseOne) {
     std::vector<double> lo(n), hi(n), center(n);
     for (size_t k = 0; k < n; ++k) {
       const uint64_t i = t * 1000 + 1 + k * 3;
-      const double unit = std::ldexp(1.0, static_cast<int>(s.bits(i) % 24) - 12) / 64.0;
-      double x = 0;
-      switch (s.bits(i) % 5) {
-        case 0:
-          x = thresholds[s.bits(i + 1) % 8] * unit;
-          if (s.bits(i + 1) & 8) x = std::nextafter(static_cast<float>(x), 1e30f);
-          break;
-        case 1:
-          x = (s.bits(i + 1) & 1) ? 0.0 : -0.0;
-          break;
-        case 2:
-          x = std::ldexp(s.uniform(i + 1), -140 - static_cast<int>(s.bits(i + 1) % 30));
-          break;
-        default:
-          x = (s.uniform(i + 1) * 14 - 7) * unit;
-      }
-      if (s.bits(i + 1) & 16) x = -x;
-      const double w =
-          (s.bits(i + 2) & 3) == 0
-              ? 0.0
-              : std::fabs(x) * std::ldexp(s.uniform(i + 2), -static_cast<int>(s.bits(i + 2) % 30));
-      lo[k] = x - w;
-      hi[k] = x + w;
+      const double os = 64.0 / std::ldexp(1.0, static_cast<int>(s.bits(i) % 24) - 12);  // a power of two
+      hostile_interval(s, i, os, /*width_bits=*/30, lo[k], hi[k]);
+      const double x = lo[k] + (hi[k] - lo[k]) / 2;
       const uint64_t where = s.bits(i + 2) >> 40;
       center[k] = where % 3 == 0 ? lo[k] : where % 3 == 1 ? hi[k] : x;
     }
