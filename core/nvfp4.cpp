@@ -5,7 +5,6 @@
 #include <string>
 
 #include "core/cpu_features.h"
-
 #include "core/errors.h"
 
 namespace moefuzz {
