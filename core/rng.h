@@ -43,6 +43,9 @@ class Stream {
     for (uint64_t j = 0; j < 12; ++j) s += Stream(key_ ^ (j + 1) * 0xA24BAED4963EE407ull).uniform(index);
     return s - 6.0;
   }
+  // Bulk bits for the largest tensors (weight matrices): SplitMix64 at position `index` of the stream,
+  // one mixing round instead of bits()' two, with the same counter-based determinism.
+  uint64_t bulk_bits(uint64_t index) const { return mix64(key_ + index * 0x9E3779B97F4A7C15ull); }
   Stream child(std::string_view tag) const { return Stream(key_, tag); }
   uint64_t key() const { return key_; }
 

@@ -4,9 +4,7 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cmath>
-#include <cstring>
 #include <numeric>
 #include <string>
 
@@ -16,6 +14,7 @@
 #include "core/e4m3.h"
 #include "core/fp8_block_quant.h"
 #include "core/mxfp4.h"
+#include "core/nvfp4_weight_draw.h"
 #include "core/rng.h"
 
 namespace moefuzz {
@@ -135,96 +134,14 @@ void place_ties(const CaseRecipe& r, std::vector<float>& logits) {
 
 // ---- weights ---------------------------------------------------------------------------------------
 
-// Code distribution of a realistically quantized Gaussian block: y = |g| * 6 / 2.1 (a block of 16
-// normals has amax ~ 2.1 sigma), rounded by the E2M1 thresholds. P(|code| = m) from the half-normal
-// CDF at threshold / 2.86: {0.070, 0.137, 0.131, 0.121, 0.158, 0.161, 0.140, 0.080}, times 64 and
-// rounded so the counts sum to 64 (6 bits of a 7-bit draw; the 7th is the sign).
-constexpr std::array<int, 8> kCodeCounts = {5, 9, 8, 8, 10, 10, 9, 5};
-constexpr int kBitsPerCode = 7;
-constexpr uint64_t kPairMask = (uint64_t{1} << (2 * kBitsPerCode)) - 1;
-
-// 14 random bits -> one packed byte (two codes), by table: one lookup per output byte.
-const std::array<uint8_t, kPairMask + 1>& packed_pair_table() {
-  static const std::array<uint8_t, kPairMask + 1> table = [] {
-    std::array<uint8_t, 128> code_of{};
-    for (int b = 0; b < 128; ++b) {
-      int u = b & 0x3F, m = 0;
-      while (u >= kCodeCounts[static_cast<size_t>(m)]) u -= kCodeCounts[static_cast<size_t>(m++)];
-      code_of[static_cast<size_t>(b)] = static_cast<uint8_t>(m | ((b & 0x40) ? 0x8 : 0x0));
-    }
-    std::array<uint8_t, kPairMask + 1> t{};
-    for (size_t w = 0; w <= kPairMask; ++w)
-      t[w] = static_cast<uint8_t>(code_of[w & 0x7F] | (code_of[w >> 7] << 4));
-    return t;
-  }();
-  return table;
-}
-
 // S_d of a kNormal matrix with reduction length K: ModelOpt's amax(W) / 2688 with amax(W) ~ 5 sigma
 // and sigma = 1/sqrt(K) (sqrt is correctly rounded IEEE, not a libm approximation).
 float normal_global_dequant(int64_t k) {
   return static_cast<float>(5.0 / std::sqrt(static_cast<double>(k)) / (448.0 * 6.0));
 }
 
-// Bulk bits for the weight matrices, the largest tensors: SplitMix64 at position `index` of the
-// stream (one mixing round instead of Stream::bits' two; same counter-based determinism).
-uint64_t bulk_bits(const Stream& s, uint64_t index) { return mix64(s.key() + index * 0x9E3779B97F4A7C15ull); }
-
-// 256 scale bytes for the kNormal block-scale draw: block amax between 1.3 and 3 sigma with
-// amax(W) = 5 sigma, i.e. E4M3 value 448 * (1.3 + 1.7 u) / 5, u = (i + 0.5) / 256.
-const std::array<uint8_t, 256>& normal_scale_table() {
-  static const std::array<uint8_t, 256> table = [] {
-    std::array<uint8_t, 256> t{};
-    for (int i = 0; i < 256; ++i)
-      t[static_cast<size_t>(i)] =
-          e4m3_from_float(static_cast<float>(448.0 * (1.3 + 1.7 * (i + 0.5) / 256.0) / 5.0));
-    return t;
-  }();
-  return table;
-}
-
 void fill_matrix(const CaseRecipe& r, const Stream& s, Nvfp4Matrix& m) {
-  const auto& pairs = packed_pair_table();
-  const auto& normal_scales = normal_scale_table();
-  const WeightProfile p = r.values.weights;
-  const bool any_scale = p == WeightProfile::kWideScales || p == WeightProfile::kTinyScales;
-  const int64_t blocks = m.rows * m.blocks_per_row();
-  for (int64_t blk = 0; blk < blocks; ++blk) {
-    // Two 64-bit draws per block: 16 codes x 7 bits in the low 56 bits of each, then c0's top byte
-    // places the block max (place 4 bits, sign 1, zero-block choice 2) and c1's top byte is the scale.
-    const uint64_t c0 = bulk_bits(s, static_cast<uint64_t>(blk) * 2);
-    const uint64_t c1 = bulk_bits(s, static_cast<uint64_t>(blk) * 2 + 1);
-    static_assert(std::endian::native == std::endian::little, "the packed word is stored little-endian");
-    // The block's 8 packed bytes as one little-endian word: code i at bits [4i, 4i + 4), low nibble
-    // first as in Nvfp4Matrix::packed; built in a register and stored once.
-    const auto pair = [&](uint64_t c, int j) {  // packed byte j (0..3) of draw c; constant shifts
-      return static_cast<uint64_t>(pairs[(c >> (2 * kBitsPerCode * j)) & kPairMask]);
-    };
-    uint64_t codes = pair(c0, 0) | pair(c0, 1) << 8 | pair(c0, 2) << 16 | pair(c0, 3) << 24 |
-                     pair(c1, 0) << 32 | pair(c1, 1) << 40 | pair(c1, 2) << 48 | pair(c1, 3) << 56;
-    const uint64_t head = c0 >> 56;
-    // One element per block carries the block max (+-6), as a quantized block does.
-    const int max_shift = 4 * static_cast<int>(head & 15);
-    codes = (codes & ~(uint64_t{0xF} << max_shift)) | (uint64_t{(head & 16) ? 0xFu : 0x7u} << max_shift);
-    const uint8_t scale_bits = static_cast<uint8_t>(c1 >> 56);
-    uint8_t scale = any_scale
-                        ? static_cast<uint8_t>(1 + (scale_bits * 0x7Du) / 0xFFu)  // 1..0x7E, all finite > 0
-                        : normal_scales[scale_bits];
-    if (p == WeightProfile::kZeroBlocks && ((head >> 5) & 3) == 0) {
-      // All-zero block (1 in 4); codes 0x0 or 0x8 (-0); the scale byte as ModelOpt writes it (0x38 =
-      // 1.0: "pbs[pbs == 0] = 1.0"), 0x00, or left as drawn. The code bits are free to reuse here.
-      codes = 0;
-      for (int i = 0; i < kNvfp4BlockSize; ++i) codes |= ((c0 >> i) & 1) << (4 * i + 3);
-      const uint64_t rule = (c1 & 0xFFFF) % 3;
-      if (rule == 0) scale = 0x38;
-      if (rule == 1) scale = 0x00;
-    }
-    std::memcpy(m.packed.data() + blk * (kNvfp4BlockSize / 2), &codes, sizeof(codes));
-    m.scales[static_cast<size_t>(blk)] = scale;
-  }
-  // Tiny scales: guarantee an E4M3 subnormal scale byte (0x01..0x07) in every matrix.
-  if (p == WeightProfile::kTinyScales && blocks > 0)
-    m.scales[0] = static_cast<uint8_t>(1 + s.child("subnormal").bits(0) % 7);
+  draw_nvfp4_weights(s, r.values.weights, m);
 }
 
 // bf16 weights (weight_format bf16) drawn through the NVFP4 draw, so every weight profile keeps its
@@ -233,13 +150,13 @@ void fill_matrix(const CaseRecipe& r, const Stream& s, Nvfp4Matrix& m) {
 // bf16. Under tiny_scales each matrix is further scaled by 2^-s, s in [0, 48], so the smallest
 // weights reach bf16 subnormals (where kernels that flush to zero differ).
 // Elements [c0, c1) of one bf16 weight row: element idx = row_start + c takes 16 bits of the draw
-// bulk_bits(s, idx / 4) as its jitter.
+// s.bulk_bits(idx / 4) as its jitter.
 void bf16_weight_elements(const float* row, const Stream& s, uint64_t row_start, int64_t c0, int64_t c1,
                           float extra, uint16_t* out) {
   uint64_t bits = 0;  // one 64-bit draw serves four consecutive elements (16 bits each)
   for (int64_t c = c0; c < c1; ++c) {
     const uint64_t idx = row_start + static_cast<uint64_t>(c);
-    if (c == c0 || idx % 4 == 0) bits = bulk_bits(s, idx / 4);
+    if (c == c0 || idx % 4 == 0) bits = s.bulk_bits(idx / 4);
     const uint64_t own = bits >> (16 * (idx % 4));
     const float jitter = 0.75f + static_cast<float>(own & 0xFFFF) * 0x1p-17f;  // [0.75, 1.25)
     out[c] = bf16_from_float(row[c] * jitter * extra);
@@ -258,8 +175,8 @@ __attribute__((target("avx2"))) void bf16_weight_row_avx2(const float* row, cons
                 quiet = _mm256_set1_epi32(0x0040);
   for (int64_t c = 0; c < c8; c += 8) {
     const uint64_t draw = (row_start + static_cast<uint64_t>(c)) / 4;
-    const __m128i fields = _mm_set_epi64x(static_cast<long long>(bulk_bits(s, draw + 1)),
-                                          static_cast<long long>(bulk_bits(s, draw)));
+    const __m128i fields = _mm_set_epi64x(static_cast<long long>(s.bulk_bits(draw + 1)),
+                                          static_cast<long long>(s.bulk_bits(draw)));
     const __m256 jitter =
         _mm256_add_ps(base, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepu16_epi32(fields)), scale));
     const __m256 x = _mm256_mul_ps(_mm256_mul_ps(_mm256_loadu_ps(row + c), jitter), times);
