@@ -66,6 +66,9 @@ int run_under_sanitizer(const std::string& sanitizer, const std::string& tool,
   std::cout << "moefuzz replay --sanitize: " << tool << "\n" << std::flush;
   const pid_t pid = fork();
   if (pid == 0) {
+    // Every device buffer its own allocation, so that memcheck knows each one's bounds
+    // (kernels/cuda/moe_pipeline.cu otherwise carves a run's buffers from one).
+    setenv("MOEFUZZ_CUDA_SEPARATE_BUFFERS", "1", 1);
     std::vector<char*> a;
     for (auto& s : argv) a.push_back(s.data());
     a.push_back(nullptr);

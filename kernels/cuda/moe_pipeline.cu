@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <mutex>
 #include <set>
+#include <string_view>
 
 #include "core/errors.h"
 #include "core/fp8_group_quant.h"
@@ -157,6 +159,43 @@ T* device_alloc(std::vector<void*>& owned, int64_t count) {
   owned.push_back(p);
   return static_cast<T*>(p);
 }
+
+// Whether each of a run's buffers gets its own allocation: under compute-sanitizer (`moefuzz replay
+// --sanitize` sets MOEFUZZ_CUDA_SEPARATE_BUFFERS=1 for it), so that memcheck sees every buffer's bounds.
+bool separate_device_buffers() {
+  static const bool separate = [] {
+    const char* v = std::getenv("MOEFUZZ_CUDA_SEPARATE_BUFFERS");
+    return v != nullptr && *v != '\0' && std::string_view(v) != "0";
+  }();
+  return separate;
+}
+
+// Hands out a run's buffers from one device allocation, each at a 256-byte boundary (the alignment
+// cudaMalloc gives): ~40 cudaMallocAsync/cudaFreeAsync pairs per run were 7% of a `check -j 16`'s CPU
+// and serialized its threads on the pool's lock (docs/perf.md). Used twice: once without a base to
+// measure, then on the allocation. With separate_device_buffers(), every buffer is its own allocation.
+class BufferCarver {
+ public:
+  // `base` null: measure only (every buffer comes back null).
+  BufferCarver(uint8_t* base, std::vector<void*>& owned) : base_(base), owned_(owned) {}
+
+  template <typename T>
+  T* take(int64_t count) {
+    if (separate_device_buffers()) return device_alloc<T>(owned_, count);
+    const size_t bytes = static_cast<size_t>(std::max<int64_t>(count, 1)) * sizeof(T);
+    T* p = base_ == nullptr ? nullptr : reinterpret_cast<T*>(base_ + used_);
+    used_ += (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    return p;
+  }
+  size_t used() const { return used_; }
+
+ private:
+  static constexpr size_t kAlignment = 256;
+  uint8_t* base_;
+  size_t used_ = 0;
+  std::vector<void*>& owned_;
+};
+
 // From pageable memory: returns once the bytes are staged (the source may then change).
 void upload_bytes(void* dst, const void* src, size_t bytes) {
   if (bytes > 0) MOEFUZZ_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, kStream));
@@ -197,6 +236,19 @@ struct MoePipeline::Impl {
 
   void allocate() {
     keep_pool_memory();
+    uint8_t* base = nullptr;
+    if (!separate_device_buffers()) {
+      BufferCarver measure(nullptr, owned);
+      carve(measure);
+      MOEFUZZ_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&base), measure.used(), kStream));
+      owned.push_back(base);
+    }
+    BufferCarver carver(base, owned);
+    carve(carver);
+  }
+
+  // Every buffer of the run, from `carver` (BufferCarver: measured first, then handed out).
+  void carve(BufferCarver& carver) {
     const PipelineConfig& c = cfg;
     const int64_t T = c.tokens, H = c.hidden, I = c.inter, E = c.experts, X = c.total_experts();
     const int64_t S = c.all_slots(), rows = c.max_rows();
@@ -204,22 +256,22 @@ struct MoePipeline::Impl {
     const int64_t nv = c.fp8 ? 0 : 1, f8 = c.fp8 ? 1 : 0;
     w13_sf_per_expert = nv * sf_bytes_128x4(2 * I, H / 16);
     w2_sf_per_expert = nv * sf_bytes_128x4(H, I / 16);
-    hidden = device_alloc<uint16_t>(owned, T * H);
-    logits = device_alloc<float>(owned, T * E);
-    bias = device_alloc<float>(owned, E);
-    token_ids = device_alloc<int32_t>(owned, T);
-    hash_table = device_alloc<int32_t>(owned, c.vocab * c.top_k);
+    hidden = carver.take<uint16_t>(T * H);
+    logits = carver.take<float>(T * E);
+    bias = carver.take<float>(E);
+    token_ids = carver.take<int32_t>(T);
+    hash_table = carver.take<int32_t>(c.vocab * c.top_k);
     // NVFP4: two E2M1 codes a byte; FP8: one E4M3 code a byte.
-    w13 = device_alloc<uint8_t>(owned, X * 2 * I * (c.fp8 ? H : H / 2));
-    w13_sf = device_alloc<uint8_t>(owned, X * w13_sf_per_expert);
-    w2 = device_alloc<uint8_t>(owned, X * H * (c.fp8 ? I : I / 2));
-    w2_sf = device_alloc<uint8_t>(owned, X * w2_sf_per_expert);
-    w13_fp8_scale = device_alloc<float>(owned, f8 * X * (2 * I / kFp8WeightBlock) * (H / kFp8WeightBlock));
-    w2_fp8_scale = device_alloc<float>(owned, f8 * X * (H / kFp8WeightBlock) * (I / kFp8WeightBlock));
-    a1q = device_alloc<float>(owned, X);
-    a2q = device_alloc<float>(owned, X);
-    alpha1 = device_alloc<float>(owned, 2 * X);
-    alpha2 = device_alloc<float>(owned, X);
+    w13 = carver.take<uint8_t>(X * 2 * I * (c.fp8 ? H : H / 2));
+    w13_sf = carver.take<uint8_t>(X * w13_sf_per_expert);
+    w2 = carver.take<uint8_t>(X * H * (c.fp8 ? I : I / 2));
+    w2_sf = carver.take<uint8_t>(X * w2_sf_per_expert);
+    w13_fp8_scale = carver.take<float>(f8 * X * (2 * I / kFp8WeightBlock) * (H / kFp8WeightBlock));
+    w2_fp8_scale = carver.take<float>(f8 * X * (H / kFp8WeightBlock) * (I / kFp8WeightBlock));
+    a1q = carver.take<float>(X);
+    a2q = carver.take<float>(X);
+    alpha1 = carver.take<float>(2 * X);
+    alpha2 = carver.take<float>(X);
     b.hidden = hidden;
     b.logits = logits;
     b.bias = c.has_bias ? bias : nullptr;
@@ -235,28 +287,28 @@ struct MoePipeline::Impl {
     b.alpha2 = alpha2;
     b.w13_fp8_scale = w13_fp8_scale;
     b.w2_fp8_scale = w2_fp8_scale;
-    b.ids = device_alloc<int32_t>(owned, T * S);
-    b.weights = device_alloc<float>(owned, T * S);
-    b.expert_count = device_alloc<int32_t>(owned, X);
-    b.expert_offset = device_alloc<int32_t>(owned, X + 1);
-    b.tile_expert = device_alloc<int32_t>(owned, rows / 16);
-    b.num_tiles = device_alloc<int32_t>(owned, 1);
-    b.row_pair = device_alloc<int32_t>(owned, rows);
-    b.pair_row = device_alloc<int64_t>(owned, T * S);
-    b.a1_packed = device_alloc<uint8_t>(owned, nv * rows * H / 2);
-    b.a1_sf = device_alloc<uint8_t>(owned, nv * sf_bytes_128x4(rows, H / 16));
-    b.a1_dq = device_alloc<uint16_t>(owned, nv * rows * H);
-    b.a1_fp8 = device_alloc<uint8_t>(owned, f8 * rows * H);
-    b.a1_fp8_scale = device_alloc<float>(owned, f8 * rows * (H / kFp8ActivationGroup));
-    b.g1 = device_alloc<uint16_t>(owned, rows * 2 * I);
-    b.act = device_alloc<uint16_t>(owned, rows * I);
-    b.a2_packed = device_alloc<uint8_t>(owned, nv * rows * I / 2);
-    b.a2_sf = device_alloc<uint8_t>(owned, nv * sf_bytes_128x4(rows, I / 16));
-    b.a2_dq = device_alloc<uint16_t>(owned, nv * rows * I);
-    b.a2_fp8 = device_alloc<uint8_t>(owned, f8 * rows * I);
-    b.a2_fp8_scale = device_alloc<float>(owned, f8 * rows * (I / kFp8ActivationGroup));
-    b.y = device_alloc<uint16_t>(owned, rows * H);
-    b.out = device_alloc<uint16_t>(owned, T * H);
+    b.ids = carver.take<int32_t>(T * S);
+    b.weights = carver.take<float>(T * S);
+    b.expert_count = carver.take<int32_t>(X);
+    b.expert_offset = carver.take<int32_t>(X + 1);
+    b.tile_expert = carver.take<int32_t>(rows / 16);
+    b.num_tiles = carver.take<int32_t>(1);
+    b.row_pair = carver.take<int32_t>(rows);
+    b.pair_row = carver.take<int64_t>(T * S);
+    b.a1_packed = carver.take<uint8_t>(nv * rows * H / 2);
+    b.a1_sf = carver.take<uint8_t>(nv * sf_bytes_128x4(rows, H / 16));
+    b.a1_dq = carver.take<uint16_t>(nv * rows * H);
+    b.a1_fp8 = carver.take<uint8_t>(f8 * rows * H);
+    b.a1_fp8_scale = carver.take<float>(f8 * rows * (H / kFp8ActivationGroup));
+    b.g1 = carver.take<uint16_t>(rows * 2 * I);
+    b.act = carver.take<uint16_t>(rows * I);
+    b.a2_packed = carver.take<uint8_t>(nv * rows * I / 2);
+    b.a2_sf = carver.take<uint8_t>(nv * sf_bytes_128x4(rows, I / 16));
+    b.a2_dq = carver.take<uint16_t>(nv * rows * I);
+    b.a2_fp8 = carver.take<uint8_t>(f8 * rows * I);
+    b.a2_fp8_scale = carver.take<float>(f8 * rows * (I / kFp8ActivationGroup));
+    b.y = carver.take<uint16_t>(rows * H);
+    b.out = carver.take<uint16_t>(T * H);
   }
 
   int64_t total_rows() const {
