@@ -12,7 +12,9 @@ namespace moefuzz {
 bool cpu_has_avx2();
 // FMA3 (false off x86-64).
 bool cpu_has_fma();
-// AVX-512 F, BW, DQ and VBMI (false off x86-64).
+// AVX-512 F, BW, DQ and VL (false off x86-64).
+bool cpu_has_avx512();
+// cpu_has_avx512() and AVX-512 VBMI.
 bool cpu_has_avx512_vbmi();
 
 }  // namespace moefuzz

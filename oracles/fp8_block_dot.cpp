@@ -11,6 +11,7 @@
 #include <immintrin.h>
 #endif
 
+#include "core/cpu_features.h"
 #include "core/e4m3.h"
 #include "core/errors.h"
 #include "oracles/fp8_block_dot_loops.h"
@@ -49,16 +50,7 @@ bool cpu_has_fp8_dot_simd() {
 #endif
 }
 
-bool cpu_has_fp8_dot_avx512() {
-#if defined(__x86_64__)
-  // __builtin_cpu_supports also checks that the OS saves the ZMM state (XCR0).
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
-  return has;
-#else
-  return false;
-#endif
-}
+bool cpu_has_fp8_dot_avx512() { return cpu_has_avx512(); }
 
 void check_rows(const DecodedFp8& a, int64_t ra, int na, Fp8Row w) {
   if (a.cols() != w.cols) throw InputError("fp8_block_dot_rows: operand lengths differ");
