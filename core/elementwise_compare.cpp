@@ -17,6 +17,10 @@
 namespace moefuzz {
 namespace {
 
+// The clear-pass shortcut's factor (derivation at its use in compare_elementwise): an element with
+// |got - expected| <= fl(fl(w bound) kBelow) passes strictly inside the worst ratio w.
+constexpr double kBelow = 1.0 - 8 * 0x1p-53;
+
 #if defined(__x86_64__)
 // The loop's shortcut (below) for four elements at a time: from element i, whole groups of four in
 // which every element either is skipped uncounted (NaN expectation, infinite bound) or passes the
@@ -28,7 +32,7 @@ __attribute__((target("avx2"))) size_t skip_inside(const double* got, const doub
                                                    int64_t& compared) {
   const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
   const __m256d inf = _mm256_set1_pd(INFINITY), min_normal = _mm256_set1_pd(DBL_MIN);
-  const __m256d wv = _mm256_set1_pd(w), below = _mm256_set1_pd(1.0 - 8 * 0x1p-53);
+  const __m256d wv = _mm256_set1_pd(w), below = _mm256_set1_pd(kBelow);
   for (; i + 4 <= n; i += 4) {
     const __m256d g = _mm256_loadu_pd(got + i), e = _mm256_loadu_pd(expected + i),
                   b = _mm256_loadu_pd(bound + i);
@@ -77,7 +81,6 @@ Verdict compare_elementwise(const std::string& invariant, const std::string& sta
   // products normal, so each rounding is relative), fl(|d| / b) <= w (1 - 5u)(1 + u) < w: the element
   // passes, cannot raise max_ratio (>= w) and cannot tie w (ties move the worst element to the later
   // one, so they take the full path). tests/core/elementwise_compare_test.cpp holds it to the plain loop.
-  constexpr double kBelow = 1.0 - 8 * 0x1p-53;
   const size_t n = static_cast<size_t>(rows * cols);
 #if defined(__x86_64__)
   const bool simd = cpu_has_avx2();

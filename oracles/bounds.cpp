@@ -116,16 +116,25 @@ CodeRange code_range(double lo, double hi, const BlockQuant& q) {
 // e2m1_to_float(e2m1_from_float(f)) is the sum of the steps of the thresholds |f| passes, with f's
 // sign (the thresholds and steps are exact floats).
 #if defined(__x86_64__)
+// The E2M1 thresholds a magnitude a passes, as e2m1_from_float counts them (ties at 0.25, 1.25, 2.5
+// and 5 stay below, those at 0.75, 1.75 and 3.5 go above): one all-ones lane mask per threshold.
+__attribute__((target("avx2"), always_inline)) inline void e2m1_passed_avx2(__m128 a, __m128 (&passed)[7]) {
+  passed[0] = _mm_cmp_ps(a, _mm_set1_ps(0.25f), _CMP_GT_OQ);
+  passed[1] = _mm_cmp_ps(a, _mm_set1_ps(0.75f), _CMP_GE_OQ);
+  passed[2] = _mm_cmp_ps(a, _mm_set1_ps(1.25f), _CMP_GT_OQ);
+  passed[3] = _mm_cmp_ps(a, _mm_set1_ps(1.75f), _CMP_GE_OQ);
+  passed[4] = _mm_cmp_ps(a, _mm_set1_ps(2.5f), _CMP_GT_OQ);
+  passed[5] = _mm_cmp_ps(a, _mm_set1_ps(3.5f), _CMP_GE_OQ);
+  passed[6] = _mm_cmp_ps(a, _mm_set1_ps(5.0f), _CMP_GT_OQ);
+}
 __attribute__((target("avx2"), always_inline)) inline __m128 e2m1_round_avx2(__m128 f) {
   const __m128 sign = _mm_and_ps(f, _mm_set1_ps(-0.0f)), a = _mm_andnot_ps(_mm_set1_ps(-0.0f), f);
-  const auto step = [&](__m128 passed, float value) { return _mm_and_ps(passed, _mm_set1_ps(value)); };
-  __m128 v = step(_mm_cmp_ps(a, _mm_set1_ps(0.25f), _CMP_GT_OQ), 0.5f);
-  v = _mm_add_ps(v, step(_mm_cmp_ps(a, _mm_set1_ps(0.75f), _CMP_GE_OQ), 0.5f));
-  v = _mm_add_ps(v, step(_mm_cmp_ps(a, _mm_set1_ps(1.25f), _CMP_GT_OQ), 0.5f));
-  v = _mm_add_ps(v, step(_mm_cmp_ps(a, _mm_set1_ps(1.75f), _CMP_GE_OQ), 0.5f));
-  v = _mm_add_ps(v, step(_mm_cmp_ps(a, _mm_set1_ps(2.5f), _CMP_GT_OQ), 1.0f));
-  v = _mm_add_ps(v, step(_mm_cmp_ps(a, _mm_set1_ps(3.5f), _CMP_GE_OQ), 1.0f));
-  v = _mm_add_ps(v, step(_mm_cmp_ps(a, _mm_set1_ps(5.0f), _CMP_GT_OQ), 2.0f));
+  __m128 passed[7];
+  e2m1_passed_avx2(a, passed);
+  // The value steps between consecutive E2M1 magnitudes (exact floats).
+  constexpr float kSteps[7] = {0.5f, 0.5f, 0.5f, 0.5f, 1.0f, 1.0f, 2.0f};
+  __m128 v = _mm_and_ps(passed[0], _mm_set1_ps(kSteps[0]));
+  for (int t = 1; t < 7; ++t) v = _mm_add_ps(v, _mm_and_ps(passed[t], _mm_set1_ps(kSteps[t])));
   return _mm_or_ps(v, sign);
 }
 __attribute__((target("avx2"))) void unflushed_codes16_avx2(const double* lo, const double* hi,
@@ -172,17 +181,11 @@ __attribute__((target("avx2"))) void representative_codes_avx2(const double* cen
     const __m128 lo = _mm_loadu_ps(vmin + k), hi = _mm_loadu_ps(vmax + k);
     const __m128 upper = _mm_blendv_ps(r, hi, _mm_cmp_ps(hi, r, _CMP_LT_OQ));
     const __m128 v = _mm_blendv_ps(upper, lo, _mm_cmp_ps(r, lo, _CMP_LT_OQ));
-    // e2m1_from_float of an E2M1 value: the thresholds its magnitude passes, plus the sign.
-    const __m128 a = _mm_andnot_ps(_mm_set1_ps(-0.0f), v);
+    // e2m1_from_float of an E2M1 value: the number of thresholds its magnitude passes, plus the sign.
+    __m128 passed[7];
+    e2m1_passed_avx2(_mm_andnot_ps(_mm_set1_ps(-0.0f), v), passed);
     __m128i m = _mm_setzero_si128();
-    const auto pass = [&m](__m128 passed) { m = _mm_sub_epi32(m, _mm_castps_si128(passed)); };
-    pass(_mm_cmp_ps(a, _mm_set1_ps(0.25f), _CMP_GT_OQ));
-    pass(_mm_cmp_ps(a, _mm_set1_ps(0.75f), _CMP_GE_OQ));
-    pass(_mm_cmp_ps(a, _mm_set1_ps(1.25f), _CMP_GT_OQ));
-    pass(_mm_cmp_ps(a, _mm_set1_ps(1.75f), _CMP_GE_OQ));
-    pass(_mm_cmp_ps(a, _mm_set1_ps(2.5f), _CMP_GT_OQ));
-    pass(_mm_cmp_ps(a, _mm_set1_ps(3.5f), _CMP_GE_OQ));
-    pass(_mm_cmp_ps(a, _mm_set1_ps(5.0f), _CMP_GT_OQ));
+    for (const __m128& p : passed) m = _mm_sub_epi32(m, _mm_castps_si128(p));
     const __m128i sign = _mm_srli_epi32(_mm_and_si128(_mm_castps_si128(v), _mm_set1_epi32(INT32_MIN)), 28);
     const __m128i code = _mm_or_si128(m, sign);
     const int packed = _mm_cvtsi128_si32(_mm_packus_epi16(_mm_packus_epi32(code, code), _mm_setzero_si128()));
@@ -238,9 +241,20 @@ double swiglu(double gate, double up, const Swiglu& s) {
   return g * sig * v;
 }
 
+namespace {
+
+// swiglu_eval_relative_error's terms (derivation in bounds.h): below z = kSigmoidFlushZ the kernel's
+// sigmoid may flush (error 100%); above, (kEvalUlps + kEvalUlpsPerZ |z|) fp32 ulps of 2^-23.
+constexpr double kSigmoidFlushZ = -80;
+constexpr double kEvalUlps = 8, kEvalUlpsPerZ = 2, kFp32Ulp = 0x1p-23;
+// Below kSigmoidFlushZ the true sigmoid is < e^-80 < 2^-115, and a flushing kernel's lies in [0, 2^-115].
+constexpr double kFlushedSigmoid = 0x1p-115;
+
+}  // namespace
+
 double swiglu_eval_relative_error(double z) {
-  if (z < -80) return 1.0;
-  return (8 + 2 * std::fabs(z)) * 0x1p-23;
+  if (z < kSigmoidFlushZ) return 1.0;
+  return (kEvalUlps + kEvalUlpsPerZ * std::fabs(z)) * kFp32Ulp;
 }
 
 Interval swiglu_kernel_interval(Interval gate, Interval up, const Swiglu& s) {
@@ -258,15 +272,15 @@ Interval swiglu_kernel_interval(Interval gate, Interval up, const Swiglu& s) {
   if (!std::isfinite(lo) || !std::isfinite(hi)) return {NAN, NAN};
   const double mag = std::max(std::fabs(lo), std::fabs(hi));
   const double zmax = std::fabs(s.alpha) * std::max(std::fabs(g.lo), std::fabs(g.hi));
-  // Worst |z| also bounds the most negative z; z < -80 anywhere in the interval means "may flush".
+  // Worst |z| also bounds the most negative z; z < kSigmoidFlushZ anywhere in the interval means "may flush".
   const double zmin = std::min(s.alpha * g.lo, s.alpha * g.hi);
   const double eps = std::max(swiglu_eval_relative_error(zmax), swiglu_eval_relative_error(zmin));
   double widen = (eps + kOracleTranscendentalError + 4 * kDoubleUnit) * mag + 4 * kUnderflowFloor;
-  // Below z = -80 the true sigmoid is < e^-80 < 2^-115 and a kernel's (exp saturating at FLT_MAX or
-  // Inf, a flushing divide) lies in [0, 2^-115] too: the product may be anything up to |g| |v| 2^-115.
-  if (zmin < -80)
-    widen +=
-        std::max(std::fabs(g.lo), std::fabs(g.hi)) * std::max(std::fabs(v.lo), std::fabs(v.hi)) * 0x1p-115;
+  // Below z = kSigmoidFlushZ the true sigmoid is < e^-80 < 2^-115 and a kernel's (exp saturating at FLT_MAX
+  // or Inf, a flushing divide) lies in [0, 2^-115] too: the product may be anything up to |g| |v| 2^-115.
+  if (zmin < kSigmoidFlushZ)
+    widen += std::max(std::fabs(g.lo), std::fabs(g.hi)) * std::max(std::fabs(v.lo), std::fabs(v.hi)) *
+             kFlushedSigmoid;
   return {lo - widen, hi + widen};
 }
 
@@ -290,13 +304,13 @@ __attribute__((target("avx2"))) inline __m256d clamp_shift(__m256d x, __m256d lo
   return _mm256_add_pd(_mm256_blendv_pd(upper, lo, _mm256_cmp_pd(x, lo, _CMP_LT_OQ)), shift);
 }
 
-// swiglu_eval_relative_error.
+// swiglu_eval_relative_error, four at a time.
 __attribute__((target("avx2"))) inline __m256d swiglu_eval_error(__m256d z) {
-  const __m256d flush = _mm256_set1_pd(-80.0);
-  const __m256d e =
-      _mm256_mul_pd(_mm256_add_pd(_mm256_set1_pd(8.0), _mm256_mul_pd(_mm256_set1_pd(2.0), avx2::abs_pd(z))),
-                    _mm256_set1_pd(0x1p-23));
-  return _mm256_blendv_pd(e, _mm256_set1_pd(1.0), _mm256_cmp_pd(z, flush, _CMP_LT_OQ));
+  const __m256d e = _mm256_mul_pd(
+      _mm256_add_pd(_mm256_set1_pd(kEvalUlps), _mm256_mul_pd(_mm256_set1_pd(kEvalUlpsPerZ), avx2::abs_pd(z))),
+      _mm256_set1_pd(kFp32Ulp));
+  return _mm256_blendv_pd(e, _mm256_set1_pd(1.0),
+                          _mm256_cmp_pd(z, _mm256_set1_pd(kSigmoidFlushZ), _CMP_LT_OQ));
 }
 
 // swiglu_kernel_interval four elements at a time: the same operations in the same order (std::exp
@@ -313,9 +327,9 @@ __attribute__((target("avx2"))) void swiglu_kernel_intervals_avx2(const Interval
                 half = _mm256_set1_pd(0.5), radius_grow = _mm256_set1_pd(1 + 2 * kDoubleUnit),
                 one = _mm256_set1_pd(1.0), slope = _mm256_set1_pd(kSiluSlopeMax),
                 inf = _mm256_set1_pd(std::numeric_limits<double>::infinity()), zero = _mm256_setzero_pd(),
-                flush_z = _mm256_set1_pd(-80.0), extra = _mm256_set1_pd(kOracleTranscendentalError),
+                flush_z = _mm256_set1_pd(kSigmoidFlushZ), extra = _mm256_set1_pd(kOracleTranscendentalError),
                 doubles = _mm256_set1_pd(4 * kDoubleUnit), floors = _mm256_set1_pd(4 * kUnderflowFloor),
-                tiny = _mm256_set1_pd(0x1p-115),
+                tiny = _mm256_set1_pd(kFlushedSigmoid),
                 nan = _mm256_set1_pd(std::numeric_limits<double>::quiet_NaN());
   const int64_t n4 = n / 4 * 4;
   for (int64_t i = 0; i < n4; i += 4) {

@@ -21,6 +21,13 @@ namespace {
 // the H200 GPU campaign, on the CPU kernel too: corpora/moe_layer_fuzzer seeds).
 constexpr double kFp32Max = 0x1.fffffep127;
 constexpr double kFoldingWatch = kFp32Max * 0x1p-20;  // past it an intermediate may overflow
+// Every GEMM bound here is itself evaluated in double (a handful of roundings): grown by 8 double
+// units so that it never ends up below the real-valued bound it stands for.
+constexpr double kBoundGrowth = 1 + 8 * kDoubleUnit;
+// add_expert_bias: no statement near the fp32 overflow (past 2^127 an fp32 sum may round to Inf), and
+// the kernel's one fp32 rounding plus the two double additions of the ends as the widening.
+constexpr double kBiasedLimit = 0x1p127;
+constexpr double kBiasWiden = kFp32Unit + 4 * kDoubleUnit;
 
 // 6 * sum over [begin, end) of |center_k| + radius_k: the largest raw partial of x_k * code_k there
 // (|code| <= 6; radius empty = a point input).
@@ -83,7 +90,7 @@ Interval gemm_interval(const RoundedDot& d, double alpha, double flip_sum, doubl
   if (std::isnan(d.value)) return {kNaN, kNaN};  // a NaN scale in an operand row
   const double v = alpha * d.value;
   const double a = std::fabs(alpha);
-  const double b = (gk * a * (d.abs_value + flip_sum) + a * flip_sum) * (1 + 8 * kDoubleUnit) + floor;
+  const double b = (gk * a * (d.abs_value + flip_sum) + a * flip_sum) * kBoundGrowth + floor;
   if (!std::isfinite(v) || !std::isfinite(b) || fp32_may_overflow(d.abs_value + flip_sum, alpha, v, b))
     return {kNaN, kNaN};
   return {v - b, v + b};
@@ -108,11 +115,11 @@ __attribute__((target("avx2"))) void gemm_row_intervals_avx2(const GemmEpilogue&
   const double a = std::fabs(e.alpha), overflow_factor = std::max(1.0, a);  // fp32_may_overflow's
   const bool alpha_overflows = overflow_factor >= kFoldingWatch;
   const __m256d alpha = _mm256_set1_pd(e.alpha), abs_alpha = _mm256_set1_pd(a),
-                gka = _mm256_set1_pd(e.gk * a), grow = _mm256_set1_pd(1 + 8 * kDoubleUnit),
+                gka = _mm256_set1_pd(e.gk * a), grow = _mm256_set1_pd(kBoundGrowth),
                 floor = _mm256_set1_pd(e.floor), factor = _mm256_set1_pd(overflow_factor),
                 watch = _mm256_set1_pd(kFoldingWatch), fp32_max = _mm256_set1_pd(kFp32Max),
-                inf = _mm256_set1_pd(kInf), nan = _mm256_set1_pd(kNaN), bias_limit = _mm256_set1_pd(0x1p127),
-                bias_widen = _mm256_set1_pd(kFp32Unit + 4 * kDoubleUnit);
+                inf = _mm256_set1_pd(kInf), nan = _mm256_set1_pd(kNaN),
+                bias_limit = _mm256_set1_pd(kBiasedLimit), bias_widen = _mm256_set1_pd(kBiasWiden);
   const int64_t c4 = cols / 4 * 4;
   for (int64_t o = 0; o < c4; o += 4) {
     const __m256d d01 = _mm256_loadu_pd(&dots[o].value), d23 = _mm256_loadu_pd(&dots[o + 2].value);
@@ -167,7 +174,7 @@ void gemm_row_intervals(const GemmEpilogue& e, const RoundedDot* dots, const dou
 Interval w4a16_point_interval(const W4A16Dot& d, double alpha, double gk, double floor) {
   if (!std::isfinite(d.value)) return {kNaN, kNaN};
   const double v = alpha * d.value, a = std::fabs(alpha);
-  const double b = (gk * a * d.abs_value + a * d.error_bound) * (1 + 8 * kDoubleUnit) + floor;
+  const double b = (gk * a * d.abs_value + a * d.error_bound) * kBoundGrowth + floor;
   if (!std::isfinite(b) || fp32_may_overflow(d.abs_value, alpha, v, b)) return {kNaN, kNaN};
   return {v - b, v + b};
 }
@@ -175,7 +182,7 @@ Interval w4a16_point_interval(const W4A16Dot& d, double alpha, double gk, double
 Interval w4a16_radius_interval(const W4A16Dot& d, const W4A16Dot& r, double alpha, double gk, double floor) {
   const double a = std::fabs(alpha), fs = r.abs_value + r.error_bound;
   const double v = alpha * d.value;
-  const double b = (gk * a * (d.abs_value + fs) + a * (fs + d.error_bound)) * (1 + 8 * kDoubleUnit) + floor;
+  const double b = (gk * a * (d.abs_value + fs) + a * (fs + d.error_bound)) * kBoundGrowth + floor;
   return std::isfinite(v) && std::isfinite(b) && !fp32_may_overflow(d.abs_value + fs, alpha, v, b)
              ? Interval{v - b, v + b}
              : Interval{kNaN, kNaN};
@@ -184,9 +191,8 @@ Interval w4a16_radius_interval(const W4A16Dot& d, const W4A16Dot& r, double alph
 Interval add_expert_bias(Interval v, double b) {
   if (is_nan(v)) return v;
   const double lo = v.lo + b, hi = v.hi + b, m = std::max(std::fabs(lo), std::fabs(hi));
-  if (!(m < 0x1p127)) return {kNaN, kNaN};
-  // The two double additions above may round too: 4 double units cover them.
-  const double widen = (kFp32Unit + 4 * kDoubleUnit) * m;
+  if (!(m < kBiasedLimit)) return {kNaN, kNaN};
+  const double widen = kBiasWiden * m;
   return {lo - widen, hi + widen};
 }
 
