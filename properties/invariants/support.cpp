@@ -1,5 +1,6 @@
 #include "properties/invariants/support.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <stdexcept>
@@ -93,6 +94,43 @@ Verdict metamorphic_compare(const std::string& invariant, const std::string& sta
   }
   return unless_vacuous(compare_elementwise(invariant, stage, a.got, expected, bound, a.rows, a.cols), a.got,
                         expected, bound, a.rows, a.cols);
+}
+
+std::optional<Verdict> identical_run(const std::string& invariant, const LayerResult& a, const LayerResult& b,
+                                     const std::vector<int64_t>& rows_a, const std::vector<int64_t>& rows_b,
+                                     int64_t cols) {
+  const RoutingDecision &ra = a.routing, &rb = b.routing;
+  if (rows_a.size() != rows_b.size() || static_cast<int64_t>(rows_b.size()) != rb.tokens || ra.tokens <= 0 ||
+      rb.tokens <= 0 || ra.slots != rb.slots)
+    return std::nullopt;
+  const size_t S = static_cast<size_t>(ra.slots);
+  for (const RoutingDecision* d : {&ra, &rb})  // a malformed decision is left to the full comparison
+    if (d->ids.size() != static_cast<size_t>(d->tokens) * S || d->weights.size() != d->ids.size())
+      return std::nullopt;
+  const size_t stride_a = a.output.size() / static_cast<size_t>(ra.tokens);
+  const size_t stride_b = b.output.size() / static_cast<size_t>(rb.tokens);
+  if (cols < 0 || static_cast<size_t>(cols) > std::min(stride_a, stride_b)) return std::nullopt;
+  std::vector<bool> seen(static_cast<size_t>(rb.tokens), false);
+  const auto same_bits = [](float x, float y) {
+    return std::bit_cast<uint32_t>(x) == std::bit_cast<uint32_t>(y);
+  };
+  for (size_t i = 0; i < rows_b.size(); ++i) {
+    const int64_t ta = rows_a[i], tb = rows_b[i];
+    if (ta < 0 || ta >= ra.tokens || tb < 0 || tb >= rb.tokens || seen[static_cast<size_t>(tb)])
+      return std::nullopt;
+    seen[static_cast<size_t>(tb)] = true;
+    for (size_t j = 0; j < S; ++j) {
+      const size_t ia = static_cast<size_t>(ta) * S + j, ib = static_cast<size_t>(tb) * S + j;
+      if (ra.ids[ia] != rb.ids[ib] || !same_bits(ra.weights[ia], rb.weights[ib])) return std::nullopt;
+    }
+    const float* out_a = a.output.data() + static_cast<size_t>(ta) * stride_a;
+    const float* out_b = b.output.data() + static_cast<size_t>(tb) * stride_b;
+    for (int64_t c = 0; c < cols; ++c)
+      if (!std::isfinite(out_a[c]) || !same_bits(out_a[c], out_b[c])) return std::nullopt;
+  }
+  Verdict v = Verdict::pass(invariant, "output");
+  v.compared = static_cast<int64_t>(rows_b.size()) * cols;
+  return v;
 }
 
 std::string accepted_corruption(const std::vector<double>& got, const std::vector<double>& expected,

@@ -41,6 +41,23 @@ Side baseline_side(CheckContext& ctx);
 // Keeps rows `rows` and the first `cols` columns of a side (BATCH, PERM, PAD compare sub-blocks).
 Side restrict(const Side& s, const std::vector<int64_t>& rows, int64_t cols);
 
+// The metamorphic shortcut for runs that changed nothing: a pass when the transformed run `b`
+// made the baseline's decisions and wrote the baseline's output bit for bit, so that no bound is
+// needed and its case need not be evaluated (PAD's fresh evaluation at the padded dimensions cost
+// most of a check). Holds only when every token of `b` is compared (rows_b; token rows_b[i] of b
+// against rows_a[i] of the baseline), each with the same expert ids in slot order and the same
+// routing weights by bits, and the first `cols` output columns are finite and equal by bits; the
+// oracle then has nothing to reject in b that it does not judge in the baseline (ORACLE), and the
+// full comparison would pass too. What the shortcut gives up: the oracle's judgement of b's own
+// intermediate codes (FC1/FC2), which here left no trace in b's output; ORACLE judges the
+// baseline's. nullopt otherwise: the caller compares within bounds.
+//
+// Example:
+//   if (auto same = identical_run("PAD", ctx.baseline(), padded_run, rows, rows, H)) return *same;
+std::optional<Verdict> identical_run(const std::string& invariant, const LayerResult& a, const LayerResult& b,
+                                     const std::vector<int64_t>& rows_a, const std::vector<int64_t>& rows_b,
+                                     int64_t cols);
+
 // Metamorphic comparison: the relation says ideal(a) == scale * ideal(b), within the bound
 // oracles/bounds.h relation_bound derives from both runs' oracle bounds. A run whose own decisions
 // the oracle rejects is that rule's failure (a transformed run) or a skip (the baseline: ORACLE
