@@ -110,54 +110,56 @@ float act_scale(const Fp8GroupQuantized& a, int64_t read, int64_t kb) {
   return a.scales[static_cast<size_t>(read * per_row + kb)];
 }
 
-// out[off(r) + col0 + n] for n in [0, N) of matrix w, for the rows of one expert. The block sums are
-// exact in double in any order, so the AVX2 clone (picked at load time where the CPU has it) gives
-// the same bits.
+// The exact dot of one 128-element K block of E4M3 values. Each product is exact in fp32 (4 + 4
+// significant bits, |p| in [2^-18, 448^2]), and any partial sum of 128 of them is exact in double
+// (multiples of 2^-18 below 2^25: 43 bits), so eight independent lanes and any final order give the
+// exact block sum; the compiler vectorizes the lanes (products in fp32, sums in double), inlined so
+// that each clone of fp8_matmul gets its own vector width.
+__attribute__((always_inline)) inline double exact_block_dot(const float* x, const float* w) {
+  double lane[8] = {};
+  for (int64_t k = 0; k < kFp8WeightBlock; k += 8)
+    for (int64_t i = 0; i < 8; ++i) lane[i] += static_cast<double>(x[k + i] * w[k + i]);
+  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+}
+
+// out[off(r) + col0 + n] for n in [0, N) of matrix w, for the rows of one expert. Each activation row
+// is decoded once and each weight row once, K contiguous: the block dots run along K, which their
+// exactness allows (a tile with N contiguous had to be decoded with a store per element 32 floats
+// apart, which cost more than the dots at a few rows per expert). An AVX2 clone is picked at load time
+// where the CPU has it; NaN codes aside (a NaN's sign may come from another operand), the same bits.
 __attribute__((target_clones("avx2", "default"))) void fp8_matmul(
     const std::vector<int64_t>& rows, const Fp8BlockQuantized& w, const Fp8BlockQuantized* up_half_of,
     const Fp8GroupQuantized& a, IndexProduct input_product, IndexProduct product, int64_t ldo, int64_t col0,
     bool round, const CpuConfig& cfg, std::vector<float>& out) {
   const auto& lut = e4m3_values();
-  const int64_t K = w.cols, N = w.rows, Kb = K / kFp8WeightBlock, nt = 32;
+  const int64_t K = w.cols, N = w.rows, Kb = K / kFp8WeightBlock, R = static_cast<int64_t>(rows.size());
   const int64_t out_rows = static_cast<int64_t>(out.size()) / ldo;
-  std::vector<float> tile(static_cast<size_t>(K * nt)), sb(static_cast<size_t>(Kb * nt));
-  std::vector<float> x(static_cast<size_t>(K)), sa(static_cast<size_t>(Kb)), acc(static_cast<size_t>(nt));
-  std::vector<double> p(static_cast<size_t>(nt));
-  for (int64_t n0 = 0; n0 < N; n0 += nt) {
-    const int64_t width = std::min(nt, N - n0);
-    std::fill(tile.begin(), tile.end(), 0.0f);
-    std::fill(sb.begin(), sb.end(), 0.0f);
-    for (int64_t j = 0; j < width; ++j) {
-      for (int64_t k = 0; k < K; ++k) tile[static_cast<size_t>(k * nt + j)] = lut[w.code(n0 + j, k)];
-      for (int64_t kb = 0; kb < Kb; ++kb)
-        sb[static_cast<size_t>(kb * nt + j)] = weight_scale(w, up_half_of, n0 + j, kb, cfg.dev);
-    }
-    for (int64_t r : rows) {
-      const int64_t read = cpu_unit_read(cfg, input_product, r, K, a.rows, cfg.slots);
-      for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(k)] = lut[a.code(read, k)];
-      for (int64_t kb = 0; kb < Kb; ++kb) sa[static_cast<size_t>(kb)] = act_scale(a, read, kb);
-      std::fill(acc.begin(), acc.end(), 0.0f);
+  std::vector<float> x(static_cast<size_t>(R * K)), sa(static_cast<size_t>(R * Kb));
+  for (int64_t i = 0; i < R; ++i) {
+    const int64_t read =
+        cpu_unit_read(cfg, input_product, rows[static_cast<size_t>(i)], K, a.rows, cfg.slots);
+    const uint8_t* codes = a.codes.data() + read * a.cols;
+    for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(i * K + k)] = lut[codes[k]];
+    for (int64_t kb = 0; kb < Kb; ++kb) sa[static_cast<size_t>(i * Kb + kb)] = act_scale(a, read, kb);
+  }
+  std::vector<float> wrow(static_cast<size_t>(K)), sb(static_cast<size_t>(Kb));
+  for (int64_t n = 0; n < N; ++n) {
+    const uint8_t* codes = w.codes.data() + n * K;
+    for (int64_t k = 0; k < K; ++k) wrow[static_cast<size_t>(k)] = lut[codes[k]];
+    for (int64_t kb = 0; kb < Kb; ++kb)
+      sb[static_cast<size_t>(kb)] = weight_scale(w, up_half_of, n, kb, cfg.dev);
+    for (int64_t i = 0; i < R; ++i) {
+      float acc = 0.0f;
       for (int64_t kb = 0; kb < Kb; ++kb) {
-        std::fill(p.begin(), p.end(), 0.0);
-        for (int64_t k = kb * kFp8WeightBlock; k < (kb + 1) * kFp8WeightBlock; ++k) {
-          const double xk = x[static_cast<size_t>(k)];
-          const float* wk = tile.data() + k * nt;
-          for (int64_t j = 0; j < nt; ++j) p[static_cast<size_t>(j)] += xk * wk[j];  // exact
-        }
-        const float s_a = sa[static_cast<size_t>(kb)];
-        const float* s_b = sb.data() + kb * nt;
-        for (int64_t j = 0; j < nt; ++j) {
-          const float block = static_cast<float>(p[static_cast<size_t>(j)]);
-          const float scaled = block * s_a;  // Triton order: fl(fl(P * sa) * sb)
-          acc[static_cast<size_t>(j)] += scaled * s_b[j];
-        }
+        const int64_t k0 = kb * kFp8WeightBlock;
+        const float block = static_cast<float>(exact_block_dot(x.data() + i * K + k0, wrow.data() + k0));
+        const float scaled =
+            block * sa[static_cast<size_t>(i * Kb + kb)];  // Triton order: fl(fl(P * sa) * sb)
+        acc += scaled * sb[static_cast<size_t>(kb)];
       }
-      for (int64_t j = 0; j < width; ++j) {
-        const int64_t idx = cpu_offset(cfg, product, r, ldo, col0 + n0 + j, out_rows);
-        if (idx < 0) continue;  // a narrowed offset left the buffer: the store is lost
-        const float y = acc[static_cast<size_t>(j)];
-        out[static_cast<size_t>(idx)] = round ? round_to_bf16(y) : y;
-      }
+      const int64_t idx = cpu_offset(cfg, product, rows[static_cast<size_t>(i)], ldo, col0 + n, out_rows);
+      if (idx < 0) continue;  // a narrowed offset left the buffer: the store is lost
+      out[static_cast<size_t>(idx)] = round ? round_to_bf16(acc) : acc;
     }
   }
 }

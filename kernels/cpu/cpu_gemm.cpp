@@ -17,8 +17,8 @@
 //   1: N tile 64, per 64-element K tile a partial sum of its 4 block terms, acc += partial.
 //
 // Vectorization: per expert and N tile the weight codes are decoded once to a [K, Ntile] float tile
-// (N contiguous), so every inner loop is an independent-lane fp32 loop over n the compiler vectorizes
-// without reassociating anything.
+// (N contiguous), so every inner loop is an independent-lane fp32 loop over n, summed two activation
+// rows at a time without reassociating anything (kernels/cpu/tile_dot.h).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "core/bf16.h"
+#include "core/cpu_features.h"
 #include "core/e2m1.h"
 #include "core/e4m3.h"
 #include "core/e8m0.h"
@@ -37,6 +38,7 @@
 #include "kernels/cpu/deviation_hooks.h"
 #include "kernels/cpu/index_math.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/tile_dot.h"
 
 namespace moefuzz::cpu {
 namespace {
@@ -147,46 +149,6 @@ struct ActRow {
   std::vector<float> s;
 };
 
-// acc[0..nt) = sum over K of the row times the tile, per the tactic's association. Columns are
-// independent: each sums its products in the same order whatever the loop order, so the tile is
-// walked 16 columns at a time with their partial sums in registers. An AVX2 clone (two 8-lane
-// registers per 16 columns instead of four SSE ones) is picked at load time where the CPU has it;
-// FMA is not enabled in it, so every product and sum still rounds separately: the same bits.
-__attribute__((target_clones("avx2", "default"))) void dot_tile(const ActRow& a, const WeightTile& w,
-                                                                int64_t K, int64_t nt, const CpuConfig& cfg,
-                                                                float* acc) {
-  constexpr int64_t kCols = 16;
-  if (nt % kCols != 0) throw std::logic_error("dot_tile: the tile width is not a multiple of 16");
-  const int64_t Kb = K / 16;
-  const int64_t group = cfg.tactic == 1 ? 4 : 1;  // blocks per partial sum
-  for (int64_t c0 = 0; c0 < nt; c0 += kCols) {
-    float* out = acc + c0;
-    for (int64_t n = 0; n < kCols; ++n) out[n] = 0.0f;
-    for (int64_t g0 = 0; g0 < Kb; g0 += group) {
-      float part[kCols] = {};
-      for (int64_t kb = g0; kb < std::min(Kb, g0 + group); ++kb) {
-        float p[kCols] = {};
-        for (int64_t j = 0; j < 16; ++j) {
-          const float xj = a.x[static_cast<size_t>(kb * 16 + j)];
-          const float* wj = w.codes.data() + (kb * 16 + j) * nt + c0;
-          for (int64_t n = 0; n < kCols; ++n) p[n] += xj * wj[n];
-        }
-        // TACTIC mutant: tactic 1 reads its 64-K tile's first block scale for all four blocks.
-        const int64_t sb = cfg.dev.tactic1_group_scale && cfg.tactic == 1 ? g0 : kb;
-        const float sa = a.s[static_cast<size_t>(sb)];
-        const float* sw = w.scales.data() + sb * nt + c0;
-        for (int64_t n = 0; n < kCols; ++n) part[n] += p[n] * (sa * sw[n]);
-      }
-      // Tactic 0: part is the single block term (0 + term is exact), so this is acc += term.
-      for (int64_t n = 0; n < kCols; ++n) out[n] += part[n];
-      // ORACLE mutant: the default tactic holds its accumulator in bf16 registers (a bf16 conversion
-      // where fp32 accumulation is meant); the other tactic is correct, so TACTIC passes.
-      if (cfg.dev.bf16_accumulator_default && cfg.tactic == 0)
-        for (int64_t n = 0; n < kCols; ++n) out[n] = round_to_bf16(out[n]);
-    }
-  }
-}
-
 // `product` names the packed rows' index product (kExpandedInput or kFc2Input): the row actually read
 // is row r unless a narrowed product lands in another row's slot.
 void load_act_row(const std::optional<QuantizedRows>& q, const float* plain, int64_t r, int64_t K,
@@ -223,7 +185,18 @@ void expert_matmul(const std::vector<int64_t>& rows, const Nvfp4Matrix& w, const
   WeightTile tile;
   std::vector<ActRow> acts(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) load(rows[i], acts[i]);
-  std::vector<float> acc(static_cast<size_t>(nt));
+  const TileDotShape shape{
+      .K = K,
+      .nt = nt,
+      .group = cfg.tactic == 1 ? 4 : 1,
+      // TACTIC mutant: tactic 1 reads its 64-K tile's first block scale for all four blocks.
+      .first_scale_of_group = cfg.dev.tactic1_group_scale && cfg.tactic == 1,
+      // ORACLE mutant: the default tactic holds its accumulator in bf16 registers (a
+      // bf16 conversion where fp32 accumulation is meant); the other tactic is correct,
+      // so TACTIC passes.
+      .bf16_accumulator = cfg.dev.bf16_accumulator_default && cfg.tactic == 0};
+  const bool simd = cpu_has_avx2();
+  std::vector<float> acc(static_cast<size_t>(2 * nt));
   for (int64_t n0 = 0; n0 < N; n0 += nt) {
     if (dense != nullptr)
       decode_tile(*dense, n0, nt, cfg, tile);
@@ -231,14 +204,21 @@ void expert_matmul(const std::vector<int64_t>& rows, const Nvfp4Matrix& w, const
       decode_tile(*mx, n0, nt, cfg, tile);
     else
       decode_tile(w, scale_src, n0, nt, lut, cfg, tile);
-    for (size_t i = 0; i < rows.size(); ++i) {
-      dot_tile(acts[i], tile, K, nt, cfg, acc.data());
-      for (int64_t j = 0; j < nt && n0 + j < N; ++j) {
-        const int64_t idx = cpu_offset(cfg, product, rows[i], ldo, col0 + n0 + j, out_rows);
-        if (idx < 0) continue;  // a narrowed offset left the buffer: the store is lost
-        float y = alpha * acc[j];
-        if (!bias.empty()) y += bias[static_cast<size_t>(n0 + j)];
-        out[static_cast<size_t>(idx)] = round ? round_to_bf16(y) : y;
+    for (size_t i0 = 0; i0 < rows.size(); i0 += 2) {  // two rows per pass: independent sums
+      const int pair = rows.size() - i0 >= 2 ? 2 : 1;
+      const float* x[2] = {acts[i0].x.data(), acts[i0 + pair - 1].x.data()};
+      const float* sa[2] = {acts[i0].s.data(), acts[i0 + pair - 1].s.data()};
+      float* const accs[2] = {acc.data(), acc.data() + nt};
+      tile_dot_rows(pair, x, sa, tile.codes.data(), tile.scales.data(), shape, accs, simd);
+      for (int r = 0; r < pair; ++r) {
+        const size_t i = i0 + static_cast<size_t>(r);
+        for (int64_t j = 0; j < nt && n0 + j < N; ++j) {
+          const int64_t idx = cpu_offset(cfg, product, rows[i], ldo, col0 + n0 + j, out_rows);
+          if (idx < 0) continue;  // a narrowed offset left the buffer: the store is lost
+          float y = alpha * accs[r][j];
+          if (!bias.empty()) y += bias[static_cast<size_t>(n0 + j)];
+          out[static_cast<size_t>(idx)] = round ? round_to_bf16(y) : y;
+        }
       }
     }
   }

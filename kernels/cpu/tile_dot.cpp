@@ -1,0 +1,114 @@
+#include "kernels/cpu/tile_dot.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "core/bf16.h"
+#include "core/cpu_features.h"
+
+namespace moefuzz::cpu {
+namespace {
+
+// One row, 16 columns at a time (the reference order; the compiler keeps it in SSE registers).
+void tile_dot_row_scalar(const float* x, const float* s, const float* codes, const float* scales,
+                         const TileDotShape& shape, float* acc) {
+  constexpr int64_t kCols = 16;
+  const int64_t Kb = shape.K / 16, nt = shape.nt;
+  for (int64_t c0 = 0; c0 < nt; c0 += kCols) {
+    float* out = acc + c0;
+    for (int64_t n = 0; n < kCols; ++n) out[n] = 0.0f;
+    for (int64_t g0 = 0; g0 < Kb; g0 += shape.group) {
+      float part[kCols] = {};
+      for (int64_t kb = g0; kb < std::min(Kb, g0 + shape.group); ++kb) {
+        float p[kCols] = {};
+        for (int64_t j = 0; j < 16; ++j) {
+          const float xj = x[kb * 16 + j];
+          const float* wj = codes + (kb * 16 + j) * nt + c0;
+          for (int64_t n = 0; n < kCols; ++n) p[n] += xj * wj[n];
+        }
+        const int64_t sb = shape.first_scale_of_group ? g0 : kb;
+        const float sa = s[sb];
+        const float* sw = scales + sb * nt + c0;
+        for (int64_t n = 0; n < kCols; ++n) part[n] += p[n] * (sa * sw[n]);
+      }
+      for (int64_t n = 0; n < kCols; ++n) out[n] += part[n];
+      if (shape.bf16_accumulator)
+        for (int64_t n = 0; n < kCols; ++n) out[n] = round_to_bf16(out[n]);
+    }
+  }
+}
+
+// kRows rows x 32 columns per pass, in registers: p (the block's 16-term sums) 4 x kRows, part
+// (the group's sum) 4 x kRows. No FMA in this target: each product and sum rounds on its own.
+template <int kRows>
+__attribute__((target("avx2"))) void tile_dot_rows_avx2(const float* const x[2], const float* const s[2],
+                                                        const float* codes, const float* scales,
+                                                        const TileDotShape& shape, float* const acc[2]) {
+  constexpr int kRegs = 4;  // 32 columns
+  const int64_t Kb = shape.K / 16, nt = shape.nt;
+  for (int64_t c0 = 0; c0 < nt; c0 += 8 * kRegs) {
+    __m256 out[kRows][kRegs];
+    for (int r = 0; r < kRows; ++r)
+      for (int i = 0; i < kRegs; ++i) out[r][i] = _mm256_setzero_ps();
+    for (int64_t g0 = 0; g0 < Kb; g0 += shape.group) {
+      __m256 part[kRows][kRegs];
+      for (int r = 0; r < kRows; ++r)
+        for (int i = 0; i < kRegs; ++i) part[r][i] = _mm256_setzero_ps();
+      for (int64_t kb = g0; kb < std::min(Kb, g0 + shape.group); ++kb) {
+        __m256 p[kRows][kRegs];
+        for (int r = 0; r < kRows; ++r)
+          for (int i = 0; i < kRegs; ++i) p[r][i] = _mm256_setzero_ps();
+        const float* w = codes + kb * 16 * nt + c0;
+        for (int64_t j = 0; j < 16; ++j, w += nt) {
+          __m256 xj[kRows];
+          for (int r = 0; r < kRows; ++r) xj[r] = _mm256_broadcast_ss(x[r] + kb * 16 + j);
+          for (int i = 0; i < kRegs; ++i) {
+            const __m256 wi = _mm256_loadu_ps(w + 8 * i);
+            for (int r = 0; r < kRows; ++r) p[r][i] = _mm256_add_ps(p[r][i], _mm256_mul_ps(xj[r], wi));
+          }
+        }
+        const int64_t sb = shape.first_scale_of_group ? g0 : kb;
+        const float* sw = scales + sb * nt + c0;
+        for (int r = 0; r < kRows; ++r) {
+          const __m256 sa = _mm256_broadcast_ss(s[r] + sb);
+          for (int i = 0; i < kRegs; ++i)
+            part[r][i] = _mm256_add_ps(
+                part[r][i], _mm256_mul_ps(p[r][i], _mm256_mul_ps(sa, _mm256_loadu_ps(sw + 8 * i))));
+        }
+      }
+      for (int r = 0; r < kRows; ++r)
+        for (int i = 0; i < kRegs; ++i) out[r][i] = _mm256_add_ps(out[r][i], part[r][i]);
+      if (shape.bf16_accumulator)
+        for (int r = 0; r < kRows; ++r)
+          for (int i = 0; i < kRegs; ++i) {
+            alignas(32) float v[8];
+            _mm256_store_ps(v, out[r][i]);
+            for (float& e : v) e = round_to_bf16(e);
+            out[r][i] = _mm256_load_ps(v);
+          }
+    }
+    for (int r = 0; r < kRows; ++r)
+      for (int i = 0; i < kRegs; ++i) _mm256_storeu_ps(acc[r] + c0 + 8 * i, out[r][i]);
+  }
+}
+
+}  // namespace
+
+void tile_dot_rows(int rows, const float* const x[2], const float* const s[2], const float* codes,
+                   const float* scales, const TileDotShape& shape, float* const acc[2], bool simd) {
+  if (rows < 1 || rows > 2) throw std::logic_error("tile_dot_rows: one or two rows at a time");
+  if (shape.K % 16 != 0 || shape.nt % 16 != 0 || shape.group < 1)
+    throw std::logic_error("tile_dot_rows: K and the tile width must be multiples of 16");
+  if (simd && shape.nt % 32 == 0 && cpu_has_avx2()) {
+    if (rows == 2)
+      tile_dot_rows_avx2<2>(x, s, codes, scales, shape, acc);
+    else
+      tile_dot_rows_avx2<1>(x, s, codes, scales, shape, acc);
+    return;
+  }
+  for (int r = 0; r < rows; ++r) tile_dot_row_scalar(x[r], s[r], codes, scales, shape, acc[r]);
+}
+
+}  // namespace moefuzz::cpu
