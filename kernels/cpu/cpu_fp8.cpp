@@ -16,6 +16,8 @@
 // Deviation hooks (kernels/mutants/fp8_block_mutants.cpp, SPEC-formats.md §4 F-rows): the activation
 // quantizer's amax floor, UE8M0 rounding and group size, a per-tensor scale, and the weight-scale
 // indexing of GEMM1's up half and of K-major scales.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -23,6 +25,7 @@
 #include <vector>
 
 #include "core/bf16.h"
+#include "core/cpu_features.h"
 #include "core/e4m3.h"
 #include "core/e8m0.h"
 #include "core/errors.h"
@@ -110,6 +113,25 @@ float act_scale(const Fp8GroupQuantized& a, int64_t read, int64_t kb) {
   return a.scales[static_cast<size_t>(read * per_row + kb)];
 }
 
+// out[k] = the E4M3 value of codes[k], k < n: eight table lookups per AVX2 gather where the CPU has
+// it (the same table, so the same values).
+__attribute__((target("avx2"))) void decode_e4m3_avx2(const uint8_t* codes, int64_t n, float* out) {
+  const float* table = e4m3_values().data();
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    const __m256i idx = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(codes + k)));
+    _mm256_storeu_ps(out + k, _mm256_i32gather_ps(table, idx, 4));
+  }
+  for (; k < n; ++k) out[k] = table[codes[k]];
+}
+
+void decode_e4m3(const uint8_t* codes, int64_t n, float* out) {
+  static const bool simd = cpu_has_avx2();
+  if (simd) return decode_e4m3_avx2(codes, n, out);
+  const std::array<float, 256>& table = e4m3_values();
+  for (int64_t k = 0; k < n; ++k) out[k] = table[codes[k]];
+}
+
 // The exact dot of one 128-element K block of E4M3 values. Each product is exact in fp32 (4 + 4
 // significant bits, |p| in [2^-18, 448^2]), and any partial sum of 128 of them is exact in double
 // (multiples of 2^-18 below 2^25: 43 bits), so eight independent lanes and any final order give the
@@ -131,23 +153,21 @@ __attribute__((target_clones("avx2", "default"))) void fp8_matmul(
     const std::vector<int64_t>& rows, const Fp8BlockQuantized& w, const Fp8BlockQuantized* up_half_of,
     const Fp8GroupQuantized& a, IndexProduct input_product, IndexProduct product, int64_t ldo, int64_t col0,
     bool round, const CpuConfig& cfg, std::vector<float>& out) {
-  const auto& lut = e4m3_values();
   const int64_t K = w.cols, N = w.rows, Kb = K / kFp8WeightBlock, R = static_cast<int64_t>(rows.size());
   const int64_t out_rows = static_cast<int64_t>(out.size()) / ldo;
   std::vector<float> x(static_cast<size_t>(R * K)), sa(static_cast<size_t>(R * Kb));
   for (int64_t i = 0; i < R; ++i) {
     const int64_t read =
         cpu_unit_read(cfg, input_product, rows[static_cast<size_t>(i)], K, a.rows, cfg.slots);
-    const uint8_t* codes = a.codes.data() + read * a.cols;
-    for (int64_t k = 0; k < K; ++k) x[static_cast<size_t>(i * K + k)] = lut[codes[k]];
+    decode_e4m3(a.codes.data() + read * a.cols, K, x.data() + i * K);
     for (int64_t kb = 0; kb < Kb; ++kb) sa[static_cast<size_t>(i * Kb + kb)] = act_scale(a, read, kb);
   }
   std::vector<float> wrow(static_cast<size_t>(K)), sb(static_cast<size_t>(Kb));
   for (int64_t n = 0; n < N; ++n) {
-    const uint8_t* codes = w.codes.data() + n * K;
-    for (int64_t k = 0; k < K; ++k) wrow[static_cast<size_t>(k)] = lut[codes[k]];
-    for (int64_t kb = 0; kb < Kb; ++kb)
-      sb[static_cast<size_t>(kb)] = weight_scale(w, up_half_of, n, kb, cfg.dev);
+    decode_e4m3(w.codes.data() + n * K, K, wrow.data());
+    if (n % kFp8WeightBlock == 0)  // one scale row per 128 weight rows
+      for (int64_t kb = 0; kb < Kb; ++kb)
+        sb[static_cast<size_t>(kb)] = weight_scale(w, up_half_of, n, kb, cfg.dev);
     for (int64_t i = 0; i < R; ++i) {
       float acc = 0.0f;
       for (int64_t kb = 0; kb < Kb; ++kb) {

@@ -19,6 +19,8 @@
 // Vectorization: per expert and N tile the weight codes are decoded once to a [K, Ntile] float tile
 // (N contiguous), so every inner loop is an independent-lane fp32 loop over n, summed two activation
 // rows at a time without reassociating anything (kernels/cpu/tile_dot.h).
+#include <immintrin.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -71,6 +73,39 @@ struct WeightTile {
   std::vector<float> scales;  // [K/16, nt]
 };
 
+// lut[code] per lane for codes in [0, 16), the table in two registers (low: codes 0-7).
+__attribute__((target("avx2"), always_inline)) inline __m256 lookup_fp4_avx2(__m256 low, __m256 high,
+                                                                             __m256i code) {
+  const __m256 is_high = _mm256_castsi256_ps(_mm256_slli_epi32(code, 28));
+  return _mm256_blendv_ps(_mm256_permutevar8x32_ps(low, code), _mm256_permutevar8x32_ps(high, code), is_high);
+}
+
+// Columns [0, rows) of a [K, nt] tile from `rows` consecutive packed FP4 weight rows starting at
+// `first` (row_bytes = K/2 each, a multiple of 8): eight rows per gather of one 4-byte word each, so
+// one gather gives eight K values of eight columns; each code is looked up in the 16-entry table by
+// two in-register permutes (codes 0-7 and 8-15) and a blend on bit 3.
+__attribute__((target("avx2"))) void decode_fp4_rows_avx2(const uint8_t* first, int64_t row_bytes,
+                                                          int64_t rows, int64_t nt, const Lut& lut,
+                                                          float* codes) {
+  const __m256 low = _mm256_loadu_ps(lut.v), high = _mm256_loadu_ps(lut.v + 8);
+  const __m256i nibble = _mm256_set1_epi32(0xF);
+  for (int64_t j0 = 0; j0 < rows; j0 += 8) {
+    const __m256i offsets = _mm256_mullo_epi32(
+        _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(j0)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+        _mm256_set1_epi32(static_cast<int>(row_bytes)));
+    for (int64_t k4 = 0; k4 < row_bytes; k4 += 4) {
+      const __m256i words = _mm256_i32gather_epi32(reinterpret_cast<const int*>(first + k4), offsets, 1);
+      for (int b = 0; b < 4; ++b) {
+        const __m256i byte = _mm256_srli_epi32(words, 8 * b);
+        float* even = codes + 2 * (k4 + b) * nt + j0;
+        _mm256_storeu_ps(even, lookup_fp4_avx2(low, high, _mm256_and_si256(byte, nibble)));
+        _mm256_storeu_ps(even + nt,
+                         lookup_fp4_avx2(low, high, _mm256_and_si256(_mm256_srli_epi32(byte, 4), nibble)));
+      }
+    }
+  }
+}
+
 // The tile is written one K row at a time (nt contiguous floats) from the nt weight rows' bytes:
 // at a few activation rows per expert (small cases) decoding costs more than the dots, and a
 // column-at-a-time walk stored every value nt floats away from the last.
@@ -84,10 +119,14 @@ void decode_tile(const Nvfp4Matrix& w, const Nvfp4Matrix& scale_src, int64_t n0,
   tile.scales.resize(static_cast<size_t>(Kb * nt));
   const uint8_t* rows[kMaxTile];
   for (int64_t j = 0; j < valid; ++j) rows[j] = w.packed.data() + (n0 + j) * (K / 2);
+  static const bool simd = cpu_has_avx2();
+  // Groups of eight rows by AVX2 gathers, the rest (and every row without AVX2) one byte at a time.
+  const int64_t gathered = simd && valid * (K / 2) < (int64_t{1} << 31) ? valid / 8 * 8 : 0;
+  if (gathered > 0) decode_fp4_rows_avx2(rows[0], K / 2, gathered, nt, lut, tile.codes.data());
   for (int64_t k2 = 0; k2 < K / 2; ++k2) {
     float* even = tile.codes.data() + 2 * k2 * nt;
     float* odd = even + nt;
-    for (int64_t j = 0; j < valid; ++j) {
+    for (int64_t j = gathered; j < valid; ++j) {
       const uint8_t byte = rows[j][k2];
       even[j] = lut.v[byte & 0xF];
       odd[j] = lut.v[byte >> 4];
