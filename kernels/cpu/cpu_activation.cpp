@@ -16,21 +16,26 @@ std::vector<float> cpu_activation(std::span<const float> gemm1, int64_t rows, co
   const bool plain = std::isinf(cfg.swiglu_limit) && cfg.swiglu_limit > 0 && cfg.swiglu_alpha == 1.0f &&
                      cfg.swiglu_beta == 0.0f;
   const float L = cfg.swiglu_limit;
+  const float alpha = cfg.swiglu_alpha, beta = cfg.swiglu_beta;
+  const bool round = cfg.bf16_after_activation;
   parallel_for(rows, cfg.threads, [&](int64_t r) {
     const float* g = gemm1.data() + r * 2 * I;
     const float* u = g + I;
     float* h = out.data() + r * I;
-    for (int64_t i = 0; i < I; ++i) {
-      float v;
-      if (plain) {
-        v = g[i] / (1.0f + std::exp(-g[i])) * u[i];
-      } else {
+    // exp(-z) first (a libm call per element), then the arithmetic in loops the compiler vectorizes:
+    // each element's operations are the same, in the same order.
+    for (int64_t i = 0; i < I; ++i) h[i] = std::exp(-(plain ? g[i] : alpha * std::fmin(g[i], L)));
+    if (plain) {
+      for (int64_t i = 0; i < I; ++i) h[i] = g[i] / (1.0f + h[i]) * u[i];
+    } else {
+      for (int64_t i = 0; i < I; ++i) {
         const float gate = std::fmin(g[i], L);
         const float lin = std::fmax(std::fmin(u[i], L), -L);
-        v = gate * (1.0f / (1.0f + std::exp(-(cfg.swiglu_alpha * gate)))) * (lin + cfg.swiglu_beta);
+        h[i] = gate * (1.0f / (1.0f + h[i])) * (lin + beta);
       }
-      h[i] = cfg.bf16_after_activation ? round_to_bf16(v) : v;
     }
+    if (round)
+      for (int64_t i = 0; i < I; ++i) h[i] = round_to_bf16(h[i]);
   });
   return out;
 }

@@ -49,58 +49,94 @@ void cpu_combine(std::span<const float> gemm2, const RoutingDecision& route, std
   // Z9: the store loop walks tokens from last to first, as a GPU grid may retire them, so an overhang
   // lands on a row that was already stored.
   const bool reverse = cfg.dev.store_tile_overhang;
+  // The weighted sum of column h of token t, one element at a time, with every deviation.
+  auto deviant_sum = [&](int64_t t, int64_t h) {
+    float acc = 0.0f;
+    for (int64_t s = 0; s < S; ++s) {
+      if (cfg.dev.duplicate_id_drops_slot) {  // Z8: a repeated id is assumed impossible and skipped
+        bool seen = false;
+        for (int64_t q = 0; q < s; ++q) seen |= route.ids[t * S + q] == route.ids[t * S + s];
+        if (seen) continue;
+      }
+      const float w = route.weights[t * S + s];
+      float y = gemm2[(t * S + s) * H + h];
+      // WEIGHT1 mutant: the GEMM2 epilogue already multiplied w (SGLang MUL_ROUTED_WEIGHT, a bf16
+      // store) and the weighted sum-reduce multiplies it again.
+      if (cfg.dev.weight_applied_twice) y = round_to_bf16(w * y);
+      // WEIGHT1 mutant, the softmax top-k's renormalize=false path only (where Z4 lived too): the
+      // GEMM2 epilogue multiplies the top-k probability before the routed scale (w / rsf) and the
+      // sum-reduce the scaled weight again - quadratic in the weight, linear in rsf (SCALE1 holds).
+      if (cfg.dev.weight_twice_unnormalized && cfg.mode == RoutingMode::kSoftmax && !cfg.renormalize &&
+          route.ids[t * S + s] < cfg.experts)
+        y = round_to_bf16((cfg.topk_applies_rsf ? w / cfg.rsf : w) * y);
+      float term;
+      switch (cfg.combine) {
+        case CombineAccum::kBf16Products:
+          term = round_to_bf16(y * round_to_bf16(w));
+          break;
+        case CombineAccum::kBf16Atomics:
+        case CombineAccum::kBf16EpilogueProducts:  // SGLang Triton: bf16(acc * w) stored by the GEMM2
+                                                   // epilogue
+          term = round_to_bf16(w * y);
+          break;
+        default:
+          term = w * y;
+          break;
+      }
+      if (t == racy_token && s == S - 1)
+        acc = term;  // Z6
+      else
+        acc = acc + term;
+      if (cfg.combine == CombineAccum::kBf16Atomics) acc = round_to_bf16(acc);
+    }
+    return acc;
+  };
+  // Every deviation that changes a term or the sum; without them (and off Z6's token) a tile is
+  // summed slot after slot over all its columns at once, which the compiler vectorizes: each
+  // column's terms and sums are the per-element loop's, in slot order.
+  const bool deviant_terms =
+      cfg.dev.duplicate_id_drops_slot || cfg.dev.weight_applied_twice || cfg.dev.weight_twice_unnormalized;
+  // Z13: the output's bf16 conversions done by hand with ties toward zero.
+  const auto to_bf16 = cfg.dev.bf16_truncated_products ? bf16_ties_toward_zero : round_to_bf16;
   auto token_job = [&](int64_t job) {
     const int64_t t = reverse ? T - 1 - job : job;
     std::vector<float> scratch(static_cast<size_t>(tile));
     for (int64_t h0 = 0; h0 < H; h0 += tile) {
       std::fill(scratch.begin(), scratch.end(), 0.0f);
       const int64_t width = std::min(tile, H - h0);
-      for (int64_t j = 0; j < width; ++j) {
-        const int64_t h = h0 + j;
-        float acc = 0.0f;
+      if (!deviant_terms && t != racy_token) {
+        float* acc = scratch.data();
         for (int64_t s = 0; s < S; ++s) {
-          if (cfg.dev.duplicate_id_drops_slot) {  // Z8: a repeated id is assumed impossible and skipped
-            bool seen = false;
-            for (int64_t q = 0; q < s; ++q) seen |= route.ids[t * S + q] == route.ids[t * S + s];
-            if (seen) continue;
-          }
           const float w = route.weights[t * S + s];
-          float y = gemm2[(t * S + s) * H + h];
-          // WEIGHT1 mutant: the GEMM2 epilogue already multiplied w (SGLang MUL_ROUTED_WEIGHT, a bf16
-          // store) and the weighted sum-reduce multiplies it again.
-          if (cfg.dev.weight_applied_twice) y = round_to_bf16(w * y);
-          // WEIGHT1 mutant, the softmax top-k's renormalize=false path only (where Z4 lived too): the
-          // GEMM2 epilogue multiplies the top-k probability before the routed scale (w / rsf) and the
-          // sum-reduce the scaled weight again - quadratic in the weight, linear in rsf (SCALE1 holds).
-          if (cfg.dev.weight_twice_unnormalized && cfg.mode == RoutingMode::kSoftmax && !cfg.renormalize &&
-              route.ids[t * S + s] < cfg.experts)
-            y = round_to_bf16((cfg.topk_applies_rsf ? w / cfg.rsf : w) * y);
-          float term;
+          const float* y = gemm2.data() + (t * S + s) * H + h0;
           switch (cfg.combine) {
-            case CombineAccum::kBf16Products:
-              term = round_to_bf16(y * round_to_bf16(w));
+            case CombineAccum::kBf16Products: {
+              const float wb = round_to_bf16(w);
+              for (int64_t j = 0; j < width; ++j) acc[j] = acc[j] + round_to_bf16(y[j] * wb);
               break;
+            }
             case CombineAccum::kBf16Atomics:
-            case CombineAccum::kBf16EpilogueProducts:  // SGLang Triton: bf16(acc * w) stored by the GEMM2
-                                                       // epilogue
-              term = round_to_bf16(w * y);
+              for (int64_t j = 0; j < width; ++j) acc[j] = round_to_bf16(acc[j] + round_to_bf16(w * y[j]));
+              break;
+            case CombineAccum::kBf16EpilogueProducts:
+              for (int64_t j = 0; j < width; ++j) acc[j] = acc[j] + round_to_bf16(w * y[j]);
               break;
             default:
-              term = w * y;
+              for (int64_t j = 0; j < width; ++j) acc[j] = acc[j] + w * y[j];
               break;
           }
-          if (t == racy_token && s == S - 1)
-            acc = term;  // Z6
-          else
-            acc = acc + term;
-          if (cfg.combine == CombineAccum::kBf16Atomics) acc = round_to_bf16(acc);
         }
+      } else {
+        for (int64_t j = 0; j < width; ++j) scratch[j] = deviant_sum(t, h0 + j);
+      }
+      for (int64_t j = 0; j < width; ++j) {
+        float acc = scratch[j];
         if (cfg.combine_applies_rsf) acc = acc * cfg.rsf;
-        // Z13: the output's bf16 conversions done by hand with ties toward zero.
-        const auto to_bf16 = cfg.dev.bf16_truncated_products ? bf16_ties_toward_zero : round_to_bf16;
         float routed = cfg.bf16_output ? to_bf16(acc) : acc;
-        if (has_shared)
-          routed = cfg.bf16_output ? to_bf16(routed + shared[t * H + h]) : routed + shared[t * H + h];
+        if (has_shared) {
+          const float sh = shared[t * H + h0 + j];
+          routed = cfg.bf16_output ? to_bf16(routed + sh) : routed + sh;
+        }
         scratch[j] = routed;
       }
       const int64_t store = cfg.dev.store_tile_overhang ? tile : width;  // Z9: no N mask
