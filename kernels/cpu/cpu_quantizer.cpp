@@ -51,7 +51,12 @@ void quantize_nvfp4_row(const float* x, int64_t n, float s_q, const QuantizerFla
   for (int64_t b = 0; b < n / 16; ++b) {
     const float* xb = x + b * 16;
     float vec_max = 0.0f;
-    for (int j = 0; j < 16; ++j) vec_max = std::fmax(vec_max, std::fabs(xb[j]));  // exact; NaN ignored
+    // max(vec_max, |x|) ignoring NaN, as std::fmax (a libm call per element) does: vec_max starts at +0
+    // and is never NaN, |x| is never -0, so a comparison gives the same value.
+    for (int j = 0; j < 16; ++j) {
+      const float a = std::fabs(xb[j]);
+      vec_max = a > vec_max ? a : vec_max;
+    }
     float sf32 = 0.0f, out_scale = 0.0f;
     uint8_t sf8 = 0;
     switch (f.variant) {
@@ -81,13 +86,20 @@ void quantize_nvfp4_row(const float* x, int64_t n, float s_q, const QuantizerFla
       }
     }
     scales[b] = sf8;
-    for (int j = 0; j < 16; j += 2) {
-      const float y0 = xb[j] * out_scale, y1 = xb[j + 1] * out_scale;
-      if (scaled) scaled[b * 16 + j] = y0, scaled[b * 16 + j + 1] = y1;
-      const uint8_t c0 = e2m1_with_flags(y0, f) & 0xF, c1 = e2m1_with_flags(y1, f) & 0xF;
-      packed[b * 8 + j / 2] = f.nibble_order_swapped ? static_cast<uint8_t>((c0 << 4) | c1)
-                                                     : static_cast<uint8_t>((c1 << 4) | c0);
+    // The block's scaled values, then their codes, then the packing: loops the compiler vectorizes.
+    float y[16];
+    uint8_t c[16];
+    for (int j = 0; j < 16; ++j) y[j] = xb[j] * out_scale;
+    if (scaled)
+      for (int j = 0; j < 16; ++j) scaled[b * 16 + j] = y[j];
+    if (f.e2m1_ties_away) {
+      for (int j = 0; j < 16; ++j) c[j] = e2m1_with_flags(y[j], f) & 0xF;
+    } else {
+      for (int j = 0; j < 16; ++j) c[j] = e2m1_from_float(y[j]) & 0xF;
     }
+    for (int j = 0; j < 16; j += 2)
+      packed[b * 8 + j / 2] = f.nibble_order_swapped ? static_cast<uint8_t>((c[j] << 4) | c[j + 1])
+                                                     : static_cast<uint8_t>((c[j + 1] << 4) | c[j]);
   }
 }
 
