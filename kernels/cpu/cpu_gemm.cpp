@@ -235,6 +235,8 @@ void expert_matmul(const std::vector<int64_t>& rows, const Nvfp4Matrix& w, const
       // so TACTIC passes.
       .bf16_accumulator = cfg.dev.bf16_accumulator_default && cfg.tactic == 0};
   const bool simd = cpu_has_avx2();
+  // A 64-bit index product (every correct configuration) stores each row's outputs contiguously.
+  const bool contiguous = cfg.dev.index_widths[static_cast<size_t>(product)] == IndexWidth::k64;
   std::vector<float> acc(static_cast<size_t>(2 * nt));
   for (int64_t n0 = 0; n0 < N; n0 += nt) {
     if (dense != nullptr)
@@ -251,6 +253,19 @@ void expert_matmul(const std::vector<int64_t>& rows, const Nvfp4Matrix& w, const
       tile_dot_rows(pair, x, sa, tile.codes.data(), tile.scales.data(), shape, accs, simd);
       for (int r = 0; r < pair; ++r) {
         const size_t i = i0 + static_cast<size_t>(r);
+        if (contiguous) {  // the same stores as the loop below, in loops the compiler vectorizes
+          float* dst = out.data() + rows[i] * ldo + col0 + n0;
+          const float* a = accs[r];
+          const int64_t width = std::min(nt, N - n0);
+          if (bias.empty()) {
+            for (int64_t j = 0; j < width; ++j) dst[j] = alpha * a[j];
+          } else {
+            for (int64_t j = 0; j < width; ++j) dst[j] = alpha * a[j] + bias[static_cast<size_t>(n0 + j)];
+          }
+          if (round)
+            for (int64_t j = 0; j < width; ++j) dst[j] = round_to_bf16(dst[j]);
+          continue;
+        }
         for (int64_t j = 0; j < nt && n0 + j < N; ++j) {
           const int64_t idx = cpu_offset(cfg, product, rows[i], ldo, col0 + n0 + j, out_rows);
           if (idx < 0) continue;  // a narrowed offset left the buffer: the store is lost
