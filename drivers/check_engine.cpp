@@ -1,6 +1,7 @@
 #include "drivers/check_engine.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <new>
@@ -100,7 +101,10 @@ CaseReport check_case(const Kernel& kernel, const Case& c, const CheckOptions& o
   // CANARY alone reads the baseline run's input check (two hashes of the whole case).
   const bool canary = std::any_of(options.invariants.begin(), options.invariants.end(),
                                   [](const Invariant* inv) { return inv->code == "CANARY"; });
-  CheckContext ctx(kernel, c, options.run, options.profile, canary);
+  static std::atomic<uint64_t> checks{0};
+  RunOptions run = options.run;
+  run.check_id = ++checks;
+  CheckContext ctx(kernel, c, run, options.profile, canary);
   ctx.set_oracle_reuse(options.oracle_reuse);
   ctx.set_row_memo(std::any_of(options.invariants.begin(), options.invariants.end(),
                                [](const Invariant* inv) { return inv->evaluates_other_runs; }));

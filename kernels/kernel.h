@@ -57,6 +57,11 @@ struct RunOptions {
   // leave gemm1, activation, gemm2 and shared_output unset: the `cuda` kernel skips their downloads
   // (most of a run's host time). Ignoring it is always correct.
   bool intermediates = true;
+  // The check (one case's invariants, drivers/check_engine.cpp check_case) this run belongs to, unique
+  // in the process; 0: none. A kernel with call history (the stateful mutants: a race that follows
+  // the run count, an autotuner) starts it afresh when this changes, so that a case's verdicts do not
+  // depend on what its worker checked before (`check -j N` gives the same findings for any N).
+  uint64_t check_id = 0;
 };
 
 // Where a kernel writes its [T, H] output: the guarded buffer when the framework supplies one, else

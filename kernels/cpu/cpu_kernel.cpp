@@ -24,16 +24,24 @@ CpuConfig CpuKernel::config_for(const Case& c, const RunOptions& opts) const {
 
 void CpuKernel::run_layer(const Case& c, const RunOptions& opts, LayerResult& out) const {
   CpuConfig cfg = config_for(c, opts);
-  cfg.run_index = runs_++;
-  if (cfg.dev.autotune_switch && opts.tactic == 0) {
-    // REPEAT mutant (autotuner class): calls of a shape past the second use the tuned variant (tactic
-    // 1, GEMM2's output kept in fp32 into the combine), so identical inputs give different bits; each
-    // variant is within the contract's bounds on its own: only determinism is broken.
-    const std::array<int64_t, 6> shape{cfg.tokens, cfg.hidden, cfg.inter, cfg.experts, cfg.top_k, cfg.slots};
-    std::lock_guard<std::mutex> lock(tuned_mu_);
-    if (shape_calls_[shape]++ >= 2) {  // the tuned kernel: tactic 1 with GEMM2 fused into the combine
-      cfg.tactic = 1;
-      cfg.bf16_after_gemm2 = false;
+  {
+    std::lock_guard<std::mutex> lock(history_mu_);
+    if (history_check_ != opts.check_id) {  // another check: a fresh history
+      history_check_ = opts.check_id;
+      runs_ = 0;
+      shape_calls_.clear();
+    }
+    cfg.run_index = runs_++;
+    if (cfg.dev.autotune_switch && opts.tactic == 0) {
+      // REPEAT mutant (autotuner class): calls of a shape past the second use the tuned variant
+      // (tactic 1, GEMM2's output kept in fp32 into the combine), so identical inputs give different
+      // bits; each variant is within the contract's bounds on its own: only determinism is broken.
+      const std::array<int64_t, 6> shape{cfg.tokens,  cfg.hidden, cfg.inter,
+                                         cfg.experts, cfg.top_k,  cfg.slots};
+      if (shape_calls_[shape]++ >= 2) {  // the tuned kernel: tactic 1 with GEMM2 fused into the combine
+        cfg.tactic = 1;
+        cfg.bf16_after_gemm2 = false;
+      }
     }
   }
   const int64_t n = cfg.tokens * cfg.hidden;

@@ -10,7 +10,6 @@
 //   moefuzz::LayerResult r;
 //   k.run_layer(c, {.tactic = 1, .threads = 2}, r);
 #include <array>
-#include <atomic>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -51,10 +50,14 @@ class CpuKernel : public Kernel {
 
  private:
   Spec spec_;
-  mutable std::atomic<int64_t> runs_{0};  // run_index for the racy-combine mutant
+  // The call history the stateful mutants read, counted since the last call of another check
+  // (RunOptions::check_id): a case's runs see the same history whichever worker checks it and
+  // whatever it checked before (check -j N gives the same findings for any N).
+  mutable std::mutex history_mu_;
+  mutable uint64_t history_check_ = 0;
+  mutable int64_t runs_ = 0;  // run_index for the racy-combine mutant
   // Calls per shape for the autotune-switch mutant (REPEAT): its "autotuner" profiles a shape on the
   // first two calls and switches to the tuned tactic from the third on.
-  mutable std::mutex tuned_mu_;
   mutable std::map<std::array<int64_t, 6>, int64_t> shape_calls_;
 };
 

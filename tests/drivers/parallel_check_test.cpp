@@ -107,6 +107,21 @@ TEST(ParallelCheck, MutantFindingsDoNotDependOnJobs) {
   expect_same(one, three);
 }
 
+// Kernels whose results depend on their earlier calls (a race that follows the run count, an
+// autotuner that switches on a shape's third call): every worker has its own instance, so the history
+// a case sees must not depend on which worker checks it or what that worker checked before.
+TEST(ParallelCheck, KernelsWithCallHistoryGiveTheSameFindingsForAnyJobs) {
+  for (const char* name : {"mutant/z6-racy-combine", "mutant/autotune-switch"}) {
+    SCOPED_TRACE(name);
+    const CampaignRun one = run_with_jobs(name, 1, 30, 5);
+    ASSERT_FALSE(one.summary.findings.empty())
+        << "the mutant must produce findings for the comparison to mean anything";
+    EXPECT_EQ(one.summary.cases, 30);
+    expect_same(one, run_with_jobs(name, 3, 30, 5));
+    expect_same(one, run_with_jobs(name, 2, 30, 5));
+  }
+}
+
 TEST(ParallelCheck, CorrectKernelTalliesDoNotDependOnJobs) {
   const CampaignRun one = run_with_jobs("cpu", 1, 30, 9);
   const CampaignRun three = run_with_jobs("cpu", 3, 30, 9);
