@@ -74,7 +74,11 @@ uint64_t packed_codes(uint64_t c0, uint64_t c1) {
 }
 
 // Everything of block blk but its codes word: the block max, the scale, a zero block. Stores both.
-void finish_block(WeightProfile p, uint64_t c0, uint64_t c1, uint64_t codes, int64_t blk, Nvfp4Matrix& m) {
+// `normal_scales` is normal_scale_table(), looked up once per matrix. Inlined into both draw loops
+// (a call per block, and the table's guard, were most of its cost).
+__attribute__((always_inline)) inline void finish_block(WeightProfile p, const uint8_t* normal_scales,
+                                                        uint64_t c0, uint64_t c1, uint64_t codes, int64_t blk,
+                                                        Nvfp4Matrix& m) {
   const bool any_scale = p == WeightProfile::kWideScales || p == WeightProfile::kTinyScales;
   const uint64_t head = c0 >> 56;
   // One element per block carries the block max (+-6), as a quantized block does.
@@ -83,7 +87,7 @@ void finish_block(WeightProfile p, uint64_t c0, uint64_t c1, uint64_t codes, int
   const uint8_t scale_bits = static_cast<uint8_t>(c1 >> 56);
   uint8_t scale = any_scale
                       ? static_cast<uint8_t>(1 + (scale_bits * 0x7Du) / 0xFFu)  // 1..0x7E, all finite > 0
-                      : normal_scale_table()[scale_bits];
+                      : normal_scales[scale_bits];
   if (p == WeightProfile::kZeroBlocks && ((head >> 5) & 3) == 0) {
     // All-zero block (1 in 4); codes 0x0 or 0x8 (-0); the scale byte as ModelOpt writes it (0x38 =
     // 1.0: "pbs[pbs == 0] = 1.0"), 0x00, or left as drawn. The code bits are free to reuse here.
@@ -142,6 +146,7 @@ MOEFUZZ_AVX512_VBMI int64_t draw_blocks_avx512(const Stream& s, WeightProfile p,
   const __m512i step1 = _mm512_set1_epi64(static_cast<long long>(kStep)),
                 step16 = _mm512_set1_epi64(static_cast<long long>(16 * kStep));
   alignas(64) uint64_t c0[8], c1[8], words[8];
+  const uint8_t* normal_scales = normal_scale_table().data();
   const int64_t end = blocks / 8 * 8;
   for (int64_t base = 0; base < end; base += 8) {
     const __m512i d0 = mix64_x8(z0), d1 = mix64_x8(_mm512_add_epi64(z0, step1));
@@ -152,7 +157,7 @@ MOEFUZZ_AVX512_VBMI int64_t draw_blocks_avx512(const Stream& s, WeightProfile p,
     _mm512_store_si512(c0, d0);
     _mm512_store_si512(c1, d1);
     _mm512_store_si512(words, w);
-    for (int k = 0; k < 8; ++k) finish_block(p, c0[k], c1[k], words[k], base + k, m);
+    for (int k = 0; k < 8; ++k) finish_block(p, normal_scales, c0[k], c1[k], words[k], base + k, m);
   }
   return end;
 }
@@ -164,10 +169,11 @@ void draw_nvfp4_weights(const Stream& s, WeightProfile p, Nvfp4Matrix& m, bool s
   // Two 64-bit draws per block: 16 codes x 7 bits in the low 56 bits of each, then c0's top byte
   // places the block max (place 4 bits, sign 1, zero-block choice 2) and c1's top byte is the scale.
   int64_t blk = simd && cpu_has_avx512_vbmi() ? draw_blocks_avx512(s, p, blocks, m) : 0;
+  const uint8_t* normal_scales = normal_scale_table().data();
   for (; blk < blocks; ++blk) {
     const uint64_t c0 = s.bulk_bits(static_cast<uint64_t>(blk) * 2),
                    c1 = s.bulk_bits(static_cast<uint64_t>(blk) * 2 + 1);
-    finish_block(p, c0, c1, packed_codes(c0, c1), blk, m);
+    finish_block(p, normal_scales, c0, c1, packed_codes(c0, c1), blk, m);
   }
   // Tiny scales: guarantee an E4M3 subnormal scale byte (0x01..0x07) in every matrix.
   if (p == WeightProfile::kTinyScales && blocks > 0)
