@@ -111,11 +111,11 @@ __attribute__((always_inline)) inline void finish_block(WeightProfile p, const u
 
 // mix64 (core/rng.h) of eight words.
 MOEFUZZ_AVX512_VBMI inline __m512i mix64_x8(__m512i z) {
-  z = _mm512_add_epi64(z, _mm512_set1_epi64(static_cast<long long>(0x9E3779B97F4A7C15ull)));
+  z = _mm512_add_epi64(z, _mm512_set1_epi64(static_cast<long long>(kSplitMixGamma)));
   z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)),
-                         _mm512_set1_epi64(static_cast<long long>(0xBF58476D1CE4E5B9ull)));
+                         _mm512_set1_epi64(static_cast<long long>(kSplitMixMul1)));
   z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)),
-                         _mm512_set1_epi64(static_cast<long long>(0x94D049BB133111EBull)));
+                         _mm512_set1_epi64(static_cast<long long>(kSplitMixMul2)));
   return _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
 }
 
@@ -138,7 +138,7 @@ MOEFUZZ_AVX512_VBMI int64_t draw_blocks_avx512(const Stream& s, WeightProfile p,
                                                Nvfp4Matrix& m) {
   const __m512i table_lo = _mm512_loadu_si512(code_table().data()),
                 table_hi = _mm512_loadu_si512(code_table().data() + 64);
-  constexpr uint64_t kStep = 0x9E3779B97F4A7C15ull;  // Stream::bulk_bits' stride
+  constexpr uint64_t kStep = kSplitMixGamma;  // Stream::bulk_bits' stride
   // Draw index 2 blk of lane k (blk = base + k): key + (2 base + 2k) * kStep, advanced 16 kStep a round.
   __m512i z0 = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(s.key())),
                                 _mm512_mullo_epi64(_mm512_setr_epi64(0, 2, 4, 6, 8, 10, 12, 14),

@@ -12,11 +12,17 @@
 
 namespace moefuzz {
 
+// SplitMix64's increment (the golden ratio in 64 bits) and its finalizer's two multipliers, named
+// for the vector copies of mix64 (core/nvfp4_weight_draw.cpp) that must match it bit for bit.
+inline constexpr uint64_t kSplitMixGamma = 0x9E3779B97F4A7C15ull;
+inline constexpr uint64_t kSplitMixMul1 = 0xBF58476D1CE4E5B9ull;
+inline constexpr uint64_t kSplitMixMul2 = 0x94D049BB133111EBull;
+
 // SplitMix64 finalizer: a bijective 64-bit mixer.
 constexpr uint64_t mix64(uint64_t z) {
-  z += 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z += kSplitMixGamma;
+  z = (z ^ (z >> 30)) * kSplitMixMul1;
+  z = (z ^ (z >> 27)) * kSplitMixMul2;
   return z ^ (z >> 31);
 }
 // FNV-1a of the tag, mixed with the root seed.
@@ -45,7 +51,7 @@ class Stream {
   }
   // Bulk bits for the largest tensors (weight matrices): SplitMix64 at position `index` of the stream,
   // one mixing round instead of bits()' two, with the same counter-based determinism.
-  uint64_t bulk_bits(uint64_t index) const { return mix64(key_ + index * 0x9E3779B97F4A7C15ull); }
+  uint64_t bulk_bits(uint64_t index) const { return mix64(key_ + index * kSplitMixGamma); }
   Stream child(std::string_view tag) const { return Stream(key_, tag); }
   uint64_t key() const { return key_; }
 

@@ -33,6 +33,28 @@ float bf16_ties_toward_zero(float x) {
   return x;
 }
 
+// One slot's term as Profile::combine forms it (SPEC.md §3.6), and the running sum it is added to.
+inline float combine_term(CombineAccum kind, float w, float y) {
+  switch (kind) {
+    case CombineAccum::kBf16Products:
+      return round_to_bf16(y * round_to_bf16(w));
+    case CombineAccum::kBf16Atomics:
+    case CombineAccum::kBf16EpilogueProducts:  // SGLang Triton: bf16(acc * w) stored by the GEMM2 epilogue
+      return round_to_bf16(w * y);
+    default:
+      return w * y;
+  }
+}
+inline float combine_add(CombineAccum kind, float acc, float term) {
+  return kind == CombineAccum::kBf16Atomics ? round_to_bf16(acc + term) : acc + term;
+}
+
+// One slot's terms added to a tile's columns; kKind a constant, so the loop vectorizes.
+template <CombineAccum kKind>
+void add_slot(float* acc, const float* y, float w, int64_t width) {
+  for (int64_t j = 0; j < width; ++j) acc[j] = combine_add(kKind, acc[j], combine_term(kKind, w, y[j]));
+}
+
 }  // namespace
 
 void cpu_combine(std::span<const float> gemm2, const RoutingDecision& route, std::span<const float> shared,
@@ -69,25 +91,9 @@ void cpu_combine(std::span<const float> gemm2, const RoutingDecision& route, std
       if (cfg.dev.weight_twice_unnormalized && cfg.mode == RoutingMode::kSoftmax && !cfg.renormalize &&
           route.ids[t * S + s] < cfg.experts)
         y = round_to_bf16((cfg.topk_applies_rsf ? w / cfg.rsf : w) * y);
-      float term;
-      switch (cfg.combine) {
-        case CombineAccum::kBf16Products:
-          term = round_to_bf16(y * round_to_bf16(w));
-          break;
-        case CombineAccum::kBf16Atomics:
-        case CombineAccum::kBf16EpilogueProducts:  // SGLang Triton: bf16(acc * w) stored by the GEMM2
-                                                   // epilogue
-          term = round_to_bf16(w * y);
-          break;
-        default:
-          term = w * y;
-          break;
-      }
-      if (t == racy_token && s == S - 1)
-        acc = term;  // Z6
-      else
-        acc = acc + term;
-      if (cfg.combine == CombineAccum::kBf16Atomics) acc = round_to_bf16(acc);
+      const float term = combine_term(cfg.combine, w, y);
+      // Z6 overwrites; a bf16-atomics term is bf16 already, as the sum would be rounded to.
+      acc = t == racy_token && s == S - 1 ? term : combine_add(cfg.combine, acc, term);
     }
     return acc;
   };
@@ -110,19 +116,17 @@ void cpu_combine(std::span<const float> gemm2, const RoutingDecision& route, std
           const float w = route.weights[t * S + s];
           const float* y = gemm2.data() + (t * S + s) * H + h0;
           switch (cfg.combine) {
-            case CombineAccum::kBf16Products: {
-              const float wb = round_to_bf16(w);
-              for (int64_t j = 0; j < width; ++j) acc[j] = acc[j] + round_to_bf16(y[j] * wb);
+            case CombineAccum::kBf16Products:
+              add_slot<CombineAccum::kBf16Products>(acc, y, w, width);
               break;
-            }
             case CombineAccum::kBf16Atomics:
-              for (int64_t j = 0; j < width; ++j) acc[j] = round_to_bf16(acc[j] + round_to_bf16(w * y[j]));
+              add_slot<CombineAccum::kBf16Atomics>(acc, y, w, width);
               break;
             case CombineAccum::kBf16EpilogueProducts:
-              for (int64_t j = 0; j < width; ++j) acc[j] = acc[j] + round_to_bf16(w * y[j]);
+              add_slot<CombineAccum::kBf16EpilogueProducts>(acc, y, w, width);
               break;
-            default:
-              for (int64_t j = 0; j < width; ++j) acc[j] = acc[j] + w * y[j];
+            default:  // fp32 products and sums (kFp32SlotOrder, kFp32Unrounded)
+              add_slot<CombineAccum::kFp32SlotOrder>(acc, y, w, width);
               break;
           }
         }

@@ -47,17 +47,19 @@ uint8_t e2m1_with_flags(float y, const QuantizerFlags& f) {
 
 // e2m1_from_float of 16 values, eight at a time: the magnitude code counts the thresholds passed
 // (ordered compares: a NaN passes none), the sign bit of x gives 0x8 (-0 included), a NaN gives 0x7.
+// A value on threshold i goes to the even code of i and i + 1 (core/e2m1.h): it stays below the even
+// thresholds (strictly greater passes) and passes the odd ones.
 __attribute__((target("avx2"))) void e2m1_codes16_avx2(const float* y, uint8_t* codes) {
-  constexpr float kAbove[4] = {0.25f, 1.25f, 2.5f, 5.0f};  // ties stay below (to the even code)
-  constexpr float kAtOrAbove[3] = {0.75f, 1.75f, 3.5f};    // ties go above
   for (int k = 0; k < 16; k += 8) {
     const __m256 x = _mm256_loadu_ps(y + k);
     const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), x);
     __m256i m = _mm256_setzero_si256();
-    for (const float t : kAbove)
-      m = _mm256_sub_epi32(m, _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(t), _CMP_GT_OQ)));
-    for (const float t : kAtOrAbove)
-      m = _mm256_sub_epi32(m, _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(t), _CMP_GE_OQ)));
+    for (size_t i = 0; i < kE2m1Thresholds.size(); i += 2)
+      m = _mm256_sub_epi32(
+          m, _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(kE2m1Thresholds[i]), _CMP_GT_OQ)));
+    for (size_t i = 1; i < kE2m1Thresholds.size(); i += 2)
+      m = _mm256_sub_epi32(
+          m, _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(kE2m1Thresholds[i]), _CMP_GE_OQ)));
     const __m256i sign =
         _mm256_srli_epi32(_mm256_and_si256(_mm256_castps_si256(x), _mm256_set1_epi32(INT32_MIN)), 28);
     const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
