@@ -36,8 +36,10 @@ std::vector<float> draw_a1_scale(const CaseRecipe& r, std::span<const uint16_t> 
 // and the dequantized gate/up rows, and |silu(g) * (u + beta)| <= |g| * (min(|u|, limit) + |beta|)
 // bounds the SwiGLU output. All pairs and rows are used when T * (E+S) * I * H <= 2^21; otherwise
 // 8 pairs and as many rows as keep the work near 2^21 multiply-adds (a few ms at DeepSeek-V3 size).
+// simd = false takes the scalar loop only (tests hold the AVX-512 path, eight dots in one register,
+// to it bit for bit); the result is the same either way.
 double estimate_fc2_input_amax(const CaseRecipe& r, std::span<const uint16_t> hidden,
-                               const SharedVector<ExpertWeights>& experts);
+                               const SharedVector<ExpertWeights>& experts, bool simd = true);
 
 std::vector<float> draw_a2_scale(const CaseRecipe& r, std::span<const uint16_t> hidden,
                                  const SharedVector<ExpertWeights>& experts);

@@ -59,6 +59,18 @@ const std::array<uint8_t, 256>& normal_scale_table() {
   return table;
 }
 
+// Scale byte of each top byte of c1 under profile p, as finish_block picks it (before a zero block's
+// rules): wide and tiny scales 1 + 0x7D s / 0xFF (1..0x7E, all finite > 0), else the kNormal table.
+const std::array<uint8_t, 256>& scale_table(WeightProfile p) {
+  static const std::array<uint8_t, 256> any = [] {
+    std::array<uint8_t, 256> t{};
+    for (unsigned b = 0; b < 256; ++b) t[b] = static_cast<uint8_t>(1 + (b * 0x7Du) / 0xFFu);
+    return t;
+  }();
+  const bool any_scale = p == WeightProfile::kWideScales || p == WeightProfile::kTinyScales;
+  return any_scale ? any : normal_scale_table();
+}
+
 static_assert(std::endian::native == std::endian::little, "the packed word is stored little-endian");
 
 // The block's 8 packed bytes as one little-endian word from its two draws: code i (7-bit field at
@@ -73,32 +85,33 @@ uint64_t packed_codes(uint64_t c0, uint64_t c1) {
          pair(c1, 1) << 40 | pair(c1, 2) << 48 | pair(c1, 3) << 56;
 }
 
+// A kZeroBlocks block whose rule draw says so (1 in 4) becomes all zero: codes 0x0 or 0x8 (-0), the
+// scale byte as ModelOpt writes it (0x38 = 1.0: "pbs[pbs == 0] = 1.0"), 0x00, or left as drawn. The
+// code bits are free to reuse here. Overwrites what the block's store wrote; other blocks keep it.
+__attribute__((always_inline)) inline void finish_zero_block(uint64_t c0, uint64_t c1, int64_t blk,
+                                                             Nvfp4Matrix& m) {
+  if (((c0 >> 56 >> 5) & 3) != 0) return;
+  uint64_t codes = 0;
+  for (int i = 0; i < kNvfp4BlockSize; ++i) codes |= ((c0 >> i) & 1) << (4 * i + 3);
+  std::memcpy(m.packed.data() + blk * (kNvfp4BlockSize / 2), &codes, sizeof(codes));
+  const uint64_t rule = (c1 & 0xFFFF) % 3;
+  if (rule == 0) m.scales[static_cast<size_t>(blk)] = 0x38;
+  if (rule == 1) m.scales[static_cast<size_t>(blk)] = 0x00;
+}
+
 // Everything of block blk but its codes word: the block max, the scale, a zero block. Stores both.
-// `normal_scales` is normal_scale_table(), looked up once per matrix. Inlined into both draw loops
-// (a call per block, and the table's guard, were most of its cost).
-__attribute__((always_inline)) inline void finish_block(WeightProfile p, const uint8_t* normal_scales,
-                                                        uint64_t c0, uint64_t c1, uint64_t codes, int64_t blk,
+// `scales` is scale_table(p), looked up once per matrix. Inlined into the block loop (a call per
+// block, and the table's guard, were most of its cost).
+__attribute__((always_inline)) inline void finish_block(WeightProfile p, const uint8_t* scales, uint64_t c0,
+                                                        uint64_t c1, uint64_t codes, int64_t blk,
                                                         Nvfp4Matrix& m) {
-  const bool any_scale = p == WeightProfile::kWideScales || p == WeightProfile::kTinyScales;
   const uint64_t head = c0 >> 56;
   // One element per block carries the block max (+-6), as a quantized block does.
   const int max_shift = 4 * static_cast<int>(head & 15);
   codes = (codes & ~(uint64_t{0xF} << max_shift)) | (uint64_t{(head & 16) ? 0xFu : 0x7u} << max_shift);
-  const uint8_t scale_bits = static_cast<uint8_t>(c1 >> 56);
-  uint8_t scale = any_scale
-                      ? static_cast<uint8_t>(1 + (scale_bits * 0x7Du) / 0xFFu)  // 1..0x7E, all finite > 0
-                      : normal_scales[scale_bits];
-  if (p == WeightProfile::kZeroBlocks && ((head >> 5) & 3) == 0) {
-    // All-zero block (1 in 4); codes 0x0 or 0x8 (-0); the scale byte as ModelOpt writes it (0x38 =
-    // 1.0: "pbs[pbs == 0] = 1.0"), 0x00, or left as drawn. The code bits are free to reuse here.
-    codes = 0;
-    for (int i = 0; i < kNvfp4BlockSize; ++i) codes |= ((c0 >> i) & 1) << (4 * i + 3);
-    const uint64_t rule = (c1 & 0xFFFF) % 3;
-    if (rule == 0) scale = 0x38;
-    if (rule == 1) scale = 0x00;
-  }
   std::memcpy(m.packed.data() + blk * (kNvfp4BlockSize / 2), &codes, sizeof(codes));
-  m.scales[static_cast<size_t>(blk)] = scale;
+  m.scales[static_cast<size_t>(blk)] = scales[c1 >> 56];
+  if (p == WeightProfile::kZeroBlocks) finish_zero_block(c0, c1, blk, m);
 }
 
 #define MOEFUZZ_AVX512_VBMI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vbmi")))
@@ -132,12 +145,16 @@ MOEFUZZ_AVX512_VBMI inline __m256i packed_halves(__m512i draws, __m512i table_lo
   return _mm512_cvtepi16_epi8(pairs);
 }
 
-// Blocks [0, blocks / 8 * 8) eight at a time: the draws and codes words in AVX-512, the rest of each
-// block by finish_block. Returns the first block left.
+// Blocks [0, blocks / 8 * 8) eight at a time, all of finish_block's work in the lanes but a zero
+// block's rules (kZeroBlocks, 1 block in 4), which finish_zero_block applies afterwards. Returns the
+// first block left.
 MOEFUZZ_AVX512_VBMI int64_t draw_blocks_avx512(const Stream& s, WeightProfile p, int64_t blocks,
                                                Nvfp4Matrix& m) {
   const __m512i table_lo = _mm512_loadu_si512(code_table().data()),
                 table_hi = _mm512_loadu_si512(code_table().data() + 64);
+  const uint8_t* scales = scale_table(p).data();
+  const __m512i scales_0 = _mm512_loadu_si512(scales), scales_1 = _mm512_loadu_si512(scales + 64),
+                scales_2 = _mm512_loadu_si512(scales + 128), scales_3 = _mm512_loadu_si512(scales + 192);
   constexpr uint64_t kStep = kSplitMixGamma;  // Stream::bulk_bits' stride
   // Draw index 2 blk of lane k (blk = base + k): key + (2 base + 2k) * kStep, advanced 16 kStep a round.
   __m512i z0 = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(s.key())),
@@ -145,19 +162,37 @@ MOEFUZZ_AVX512_VBMI int64_t draw_blocks_avx512(const Stream& s, WeightProfile p,
                                                    _mm512_set1_epi64(static_cast<long long>(kStep))));
   const __m512i step1 = _mm512_set1_epi64(static_cast<long long>(kStep)),
                 step16 = _mm512_set1_epi64(static_cast<long long>(16 * kStep));
-  alignas(64) uint64_t c0[8], c1[8], words[8];
-  const uint8_t* normal_scales = normal_scale_table().data();
+  const __m512i nibble = _mm512_set1_epi64(0xF), seven = _mm512_set1_epi64(0x7);
+  const bool zero_blocks = p == WeightProfile::kZeroBlocks;
+  uint8_t* packed = m.packed.data();
+  uint8_t* scale_out = m.scales.data();
   const int64_t end = blocks / 8 * 8;
   for (int64_t base = 0; base < end; base += 8) {
     const __m512i d0 = mix64_x8(z0), d1 = mix64_x8(_mm512_add_epi64(z0, step1));
     z0 = _mm512_add_epi64(z0, step16);
-    const __m512i w =
+    __m512i w =
         _mm512_or_si512(_mm512_cvtepu32_epi64(packed_halves(d0, table_lo, table_hi)),
                         _mm512_slli_epi64(_mm512_cvtepu32_epi64(packed_halves(d1, table_lo, table_hi)), 32));
-    _mm512_store_si512(c0, d0);
-    _mm512_store_si512(c1, d1);
-    _mm512_store_si512(words, w);
-    for (int k = 0; k < 8; ++k) finish_block(p, normal_scales, c0[k], c1[k], words[k], base + k, m);
+    // The block max: nibble (head & 15) of the word becomes 0xF (head & 16) or 0x7, head = d0's top byte.
+    const __m512i head = _mm512_srli_epi64(d0, 56);
+    const __m512i shift = _mm512_slli_epi64(_mm512_and_si512(head, nibble), 2);
+    const __m512i max_code =
+        _mm512_or_si512(seven, _mm512_srli_epi64(_mm512_and_si512(head, _mm512_set1_epi64(16)), 1));
+    w = _mm512_or_si512(_mm512_andnot_si512(_mm512_sllv_epi64(nibble, shift), w),
+                        _mm512_sllv_epi64(max_code, shift));
+    _mm512_storeu_si512(packed + base * (kNvfp4BlockSize / 2), w);
+    // The scale: the table entry of d1's top byte (byte 7 of each lane), from its two 128-byte halves.
+    const __m512i low = _mm512_permutex2var_epi8(scales_0, d1, scales_1),
+                  high = _mm512_permutex2var_epi8(scales_2, d1, scales_3);
+    const __m512i picked = _mm512_mask_blend_epi8(_mm512_movepi8_mask(d1), low, high);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(scale_out + base),
+                     _mm512_cvtepi64_epi8(_mm512_srli_epi64(picked, 56)));
+    if (zero_blocks) {
+      alignas(64) uint64_t c0[8], c1[8];
+      _mm512_store_si512(c0, d0);
+      _mm512_store_si512(c1, d1);
+      for (int k = 0; k < 8; ++k) finish_zero_block(c0[k], c1[k], base + k, m);
+    }
   }
   return end;
 }
@@ -169,11 +204,11 @@ void draw_nvfp4_weights(const Stream& s, WeightProfile p, Nvfp4Matrix& m, bool s
   // Two 64-bit draws per block: 16 codes x 7 bits in the low 56 bits of each, then c0's top byte
   // places the block max (place 4 bits, sign 1, zero-block choice 2) and c1's top byte is the scale.
   int64_t blk = simd && cpu_has_avx512_vbmi() ? draw_blocks_avx512(s, p, blocks, m) : 0;
-  const uint8_t* normal_scales = normal_scale_table().data();
+  const uint8_t* scales = scale_table(p).data();
   for (; blk < blocks; ++blk) {
     const uint64_t c0 = s.bulk_bits(static_cast<uint64_t>(blk) * 2),
                    c1 = s.bulk_bits(static_cast<uint64_t>(blk) * 2 + 1);
-    finish_block(p, normal_scales, c0, c1, packed_codes(c0, c1), blk, m);
+    finish_block(p, scales, c0, c1, packed_codes(c0, c1), blk, m);
   }
   // Tiny scales: guarantee an E4M3 subnormal scale byte (0x01..0x07) in every matrix.
   if (p == WeightProfile::kTinyScales && blocks > 0)
