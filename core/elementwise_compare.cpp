@@ -27,15 +27,20 @@ constexpr double kBelow = 1.0 - 8 * 0x1p-53;
 // shortcut's test; returns the first element of the first group that does not (or of the last,
 // incomplete group) and adds the groups' counted elements to `compared`. The same comparisons as the
 // scalar test, so the same elements take the full path.
-__attribute__((target("avx2"))) size_t skip_inside(const double* got, const double* expected,
-                                                   const double* bound, size_t i, size_t n, double w,
-                                                   int64_t& compared) {
+__attribute__((target("avx2"))) inline __m256d load4(const double* p) { return _mm256_loadu_pd(p); }
+// A float got widens exactly, as the scalar loop's conversion does.
+__attribute__((target("avx2"))) inline __m256d load4(const float* p) {
+  return _mm256_cvtps_pd(_mm_loadu_ps(p));
+}
+
+template <class T>
+__attribute__((target("avx2"))) size_t skip_inside(const T* got, const double* expected, const double* bound,
+                                                   size_t i, size_t n, double w, int64_t& compared) {
   const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
   const __m256d inf = _mm256_set1_pd(INFINITY), min_normal = _mm256_set1_pd(DBL_MIN);
   const __m256d wv = _mm256_set1_pd(w), below = _mm256_set1_pd(kBelow);
   for (; i + 4 <= n; i += 4) {
-    const __m256d g = _mm256_loadu_pd(got + i), e = _mm256_loadu_pd(expected + i),
-                  b = _mm256_loadu_pd(bound + i);
+    const __m256d g = load4(got + i), e = _mm256_loadu_pd(expected + i), b = _mm256_loadu_pd(bound + i);
     const __m256d uncounted = _mm256_or_pd(_mm256_cmp_pd(e, e, _CMP_UNORD_Q),
                                            _mm256_cmp_pd(_mm256_and_pd(b, abs_mask), inf, _CMP_EQ_OQ));
     const __m256d inside = _mm256_mul_pd(_mm256_mul_pd(wv, b), below);
@@ -51,19 +56,11 @@ __attribute__((target("avx2"))) size_t skip_inside(const double* got, const doub
 }
 #endif
 
-}  // namespace
-
-bool any_element_outside_bound(const std::vector<double>& got, const std::vector<double>& expected,
-                               const std::vector<double>& bound) {
-  for (size_t i = 0; i < got.size(); ++i)
-    if (element_outside_bound(got[i], expected[i], bound[i])) return true;
-  return false;
-}
-
-Verdict compare_elementwise(const std::string& invariant, const std::string& stage,
-                            const std::vector<double>& got, const std::vector<double>& expected,
-                            const std::vector<double>& bound, int64_t rows, int64_t cols,
-                            const ElementLocator& locate) {
+// compare_elementwise for got of type T (double, or float: widened exactly, element by element).
+template <class T>
+Verdict compare_elements(const std::string& invariant, const std::string& stage, const T* got,
+                         const std::vector<double>& expected, const std::vector<double>& bound, int64_t rows,
+                         int64_t cols, const ElementLocator& locate) {
   Verdict v = Verdict::pass(invariant, stage);
   std::vector<ElementError> failures;
   int64_t failing = 0;
@@ -89,7 +86,7 @@ Verdict compare_elementwise(const std::string& invariant, const std::string& sta
   for (size_t i = 0; i < n; ++i) {
 #if defined(__x86_64__)
     if (simd && i >= scalar_until) {
-      i = skip_inside(got.data(), expected.data(), bound.data(), i, n, worst_pass_ratio, v.compared);
+      i = skip_inside(got, expected.data(), bound.data(), i, n, worst_pass_ratio, v.compared);
       if (i >= n) break;
       scalar_until = i + 4;  // this group (or the last, incomplete one) one element at a time
     }
@@ -98,15 +95,16 @@ Verdict compare_elementwise(const std::string& invariant, const std::string& sta
       if (std::isnan(expected[i]) || std::isinf(bound[i])) continue;
       ++v.compared;
       const double inside = worst_pass_ratio * bound[i] * kBelow;
-      if (inside >= DBL_MIN && std::isfinite(got[i]) && std::isfinite(expected[i]) &&
-          std::fabs(got[i] - expected[i]) <= inside)
+      if (inside >= DBL_MIN && std::isfinite(static_cast<double>(got[i])) && std::isfinite(expected[i]) &&
+          std::fabs(static_cast<double>(got[i]) - expected[i]) <= inside)
         continue;
-      const ElementError e{Location{}, got[i], expected[i], bound[i]};
+      const double g = static_cast<double>(got[i]);
+      const ElementError e{Location{}, g, expected[i], bound[i]};
       const double e_ratio = e.ratio();
-      const bool finite_mismatch = !std::isfinite(got[i]) && std::isfinite(expected[i]);
+      const bool finite_mismatch = !std::isfinite(g) && std::isfinite(expected[i]);
       const double ratio = finite_mismatch ? INFINITY : e_ratio;
       // An infinite expectation (an exact overflow every correct kernel shares) holds only itself.
-      const bool over = element_outside_bound(got[i], expected[i], bound[i]);
+      const bool over = element_outside_bound(g, expected[i], bound[i]);
       if (!std::isnan(ratio)) v.max_ratio = std::max(v.max_ratio, ratio);
       if (over) {
         ++failing;
@@ -140,10 +138,34 @@ Verdict compare_elementwise(const std::string& invariant, const std::string& sta
                           v.compared, v.max_ratio);
   // The error's structure, named in the message (core/residual_pattern.h): `moefuzz report` shows
   // what follows "; residual: " as the finding's residual pattern.
-  const ResidualSummary residual = summarize_residual(got, expected, bound, rows, cols, 1.0);
+  const ResidualSummary residual =
+      summarize_residual(std::vector<double>(got, got + n), expected, bound, rows, cols, 1.0);
   v.message +=
       "; residual: " + (residual.pattern.empty() ? residual.where : residual.pattern + "; " + residual.where);
   return v;
+}
+
+}  // namespace
+
+bool any_element_outside_bound(const std::vector<double>& got, const std::vector<double>& expected,
+                               const std::vector<double>& bound) {
+  for (size_t i = 0; i < got.size(); ++i)
+    if (element_outside_bound(got[i], expected[i], bound[i])) return true;
+  return false;
+}
+
+Verdict compare_elementwise(const std::string& invariant, const std::string& stage,
+                            const std::vector<double>& got, const std::vector<double>& expected,
+                            const std::vector<double>& bound, int64_t rows, int64_t cols,
+                            const ElementLocator& locate) {
+  return compare_elements(invariant, stage, got.data(), expected, bound, rows, cols, locate);
+}
+
+Verdict compare_elementwise(const std::string& invariant, const std::string& stage,
+                            std::span<const float> got, const std::vector<double>& expected,
+                            const std::vector<double>& bound, int64_t rows, int64_t cols,
+                            const ElementLocator& locate) {
+  return compare_elements(invariant, stage, got.data(), expected, bound, rows, cols, locate);
 }
 
 Verdict compare_bitwise(const std::string& invariant, const std::string& stage, const std::vector<float>& a,

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,11 @@ using ElementLocator = std::function<Location(int64_t row, int64_t col)>;
 // where expected is finite always fails.
 Verdict compare_elementwise(const std::string& invariant, const std::string& stage,
                             const std::vector<double>& got, const std::vector<double>& expected,
+                            const std::vector<double>& bound, int64_t rows, int64_t cols,
+                            const ElementLocator& locate = nullptr);
+// The same for a kernel's float values, each widened exactly (no double copy of the stage is made).
+Verdict compare_elementwise(const std::string& invariant, const std::string& stage,
+                            std::span<const float> got, const std::vector<double>& expected,
                             const std::vector<double>& bound, int64_t rows, int64_t cols,
                             const ElementLocator& locate = nullptr);
 

@@ -314,8 +314,8 @@ Verdict compare_stage(const StageExpectation& expected, std::span<const float> g
     }
     return l;
   };
-  Verdict v = compare_elementwise("ORACLE", expected.stage, std::vector<double>(got.begin(), got.end()),
-                                  expected.expected, expected.bound, expected.rows, expected.cols, locate);
+  Verdict v = compare_elementwise("ORACLE", expected.stage, got, expected.expected, expected.bound,
+                                  expected.rows, expected.cols, locate);
   if (v.failed()) v.message = expected.stage + " outside the derived bound: " + v.message;
   return v;
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 #include <vector>
 
 #include "core/elementwise_compare.h"
@@ -101,6 +102,47 @@ TEST(ElementwiseCompare, SkippingClearPassesChangesNoVerdict) {
   // Both kinds of verdict seen often.
   EXPECT_GT(failed_cases, 300);
   EXPECT_GT(passed_cases, 300);
+}
+
+// The float overload (the oracle's stage comparison of a kernel's values) reads each element widened
+// exactly: its verdict is the double overload's on the widened values, report included.
+TEST(ElementwiseCompare, FloatValuesGiveTheVerdictOfTheirWidening) {
+  int failed_cases = 0, passed_cases = 0;
+  for (uint64_t trial = 0; trial < 2000; ++trial) {
+    const Stream s(trial, "elementwise-compare-float");
+    const int64_t rows = 1 + s.uniform_int(0, 0, 6), cols = 1 + s.uniform_int(1, 0, 40);
+    const size_t n = static_cast<size_t>(rows * cols);
+    std::vector<float> got(n);
+    std::vector<double> expected(n), bound(n);
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t k = 16 + 8 * i;
+      // With zero bounds a float expectation (exact hits possible); else one a float cannot hold.
+      expected[i] = trial % 3 == 0 ? static_cast<float>(s.normal(k)) : s.normal(k);
+      bound[i] = trial % 3 == 0 ? 0.0 : 1e-6 * (1 + s.uniform_int(k + 1, 0, 3));
+      const double fractions[5] = {0.0, 0.5, 0.999, 1.0, 2.0};
+      got[i] =
+          static_cast<float>(expected[i] + fractions[s.uniform_int(k + 2, 0, trial % 2 ? 3 : 4)] * bound[i]);
+      const uint64_t special = s.uniform_int(k + 3, 0, 2000);
+      if (special == 0) got[i] = NAN;
+      if (special == 1) got[i] = -INFINITY;
+      if (special == 2) expected[i] = NAN;
+    }
+    const std::vector<double> widened(got.begin(), got.end());
+    const Verdict a =
+        compare_elementwise("T", "stage", std::span<const float>(got), expected, bound, rows, cols);
+    const Verdict b = compare_elementwise("T", "stage", widened, expected, bound, rows, cols);
+    ASSERT_EQ(a.outcome, b.outcome) << "trial " << trial;
+    ASSERT_EQ(a.compared, b.compared) << "trial " << trial;
+    ASSERT_TRUE(same_bits(a.max_ratio, b.max_ratio)) << "trial " << trial;
+    ASSERT_EQ(a.message, b.message) << "trial " << trial;
+    ASSERT_EQ(a.worst.where.token, b.worst.where.token) << "trial " << trial;
+    ASSERT_EQ(a.worst.where.element, b.worst.where.element) << "trial " << trial;
+    ASSERT_TRUE(same_bits(a.worst.got, b.worst.got)) << "trial " << trial;
+    ASSERT_EQ(a.worst_elements.size(), b.worst_elements.size()) << "trial " << trial;
+    (a.failed() ? failed_cases : passed_cases) += 1;
+  }
+  EXPECT_GT(failed_cases, 200);
+  EXPECT_GT(passed_cases, 200);
 }
 
 }  // namespace
