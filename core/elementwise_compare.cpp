@@ -22,11 +22,12 @@ namespace {
 constexpr double kBelow = 1.0 - 8 * 0x1p-53;
 
 #if defined(__x86_64__)
-// The loop's shortcut (below) for four elements at a time: from element i, whole groups of four in
-// which every element either is skipped uncounted (NaN expectation, infinite bound) or passes the
-// shortcut's test; returns the first element of the first group that does not (or of the last,
-// incomplete group) and adds the groups' counted elements to `compared`. The same comparisons as the
-// scalar test, so the same elements take the full path.
+// The loop's shortcuts (below) for four elements at a time: from element i, whole groups of four in
+// which every element either is skipped uncounted (NaN expectation, infinite bound) or passes one of
+// the shortcuts' tests; returns the first element of the first group that does not (or of the last,
+// incomplete group) and adds the groups' counted elements to `compared`. With w = 0 every counted
+// element skipped is an exact hit, which ties w: the last of them goes to `last_tie` (else it is left
+// alone). The same comparisons as the scalar tests, so the same elements take the full path.
 __attribute__((target("avx2"))) inline __m256d load4(const double* p) { return _mm256_loadu_pd(p); }
 // A float got widens exactly, as the scalar loop's conversion does.
 __attribute__((target("avx2"))) inline __m256d load4(const float* p) {
@@ -35,10 +36,12 @@ __attribute__((target("avx2"))) inline __m256d load4(const float* p) {
 
 template <class T>
 __attribute__((target("avx2"))) size_t skip_inside(const T* got, const double* expected, const double* bound,
-                                                   size_t i, size_t n, double w, int64_t& compared) {
+                                                   size_t i, size_t n, double w, int64_t& compared,
+                                                   int64_t& last_tie) {
   const __m256d abs_mask = _mm256_castsi256_pd(_mm256_set1_epi64x(0x7FFFFFFFFFFFFFFFll));
   const __m256d inf = _mm256_set1_pd(INFINITY), min_normal = _mm256_set1_pd(DBL_MIN);
-  const __m256d wv = _mm256_set1_pd(w), below = _mm256_set1_pd(kBelow);
+  const __m256d wv = _mm256_set1_pd(w), below = _mm256_set1_pd(kBelow), zero = _mm256_setzero_pd();
+  const bool ties = w == 0;
   for (; i + 4 <= n; i += 4) {
     const __m256d g = load4(got + i), e = _mm256_loadu_pd(expected + i), b = _mm256_loadu_pd(bound + i);
     const __m256d uncounted = _mm256_or_pd(_mm256_cmp_pd(e, e, _CMP_UNORD_Q),
@@ -49,8 +52,15 @@ __attribute__((target("avx2"))) size_t skip_inside(const T* got, const double* e
     pass = _mm256_and_pd(pass, _mm256_cmp_pd(_mm256_and_pd(e, abs_mask), inf, _CMP_LT_OQ));
     pass =
         _mm256_and_pd(pass, _mm256_cmp_pd(_mm256_and_pd(_mm256_sub_pd(g, e), abs_mask), inside, _CMP_LE_OQ));
+    // Exact hits: got == expected, finite, bound >= 0 (not NaN).
+    const __m256d exact =
+        _mm256_and_pd(_mm256_and_pd(_mm256_cmp_pd(g, e, _CMP_EQ_OQ), _mm256_cmp_pd(b, zero, _CMP_GE_OQ)),
+                      _mm256_cmp_pd(_mm256_and_pd(e, abs_mask), inf, _CMP_LT_OQ));
+    pass = _mm256_or_pd(pass, exact);
     if (_mm256_movemask_pd(_mm256_or_pd(uncounted, pass)) != 0xF) break;
-    compared += 4 - __builtin_popcount(static_cast<unsigned>(_mm256_movemask_pd(uncounted)));
+    const unsigned skipped = static_cast<unsigned>(_mm256_movemask_pd(uncounted));
+    compared += 4 - __builtin_popcount(skipped);
+    if (ties && skipped != 0xF) last_tie = static_cast<int64_t>(i) + 31 - __builtin_clz(~skipped & 0xFu);
   }
   return i;
 }
@@ -77,7 +87,11 @@ Verdict compare_elements(const std::string& invariant, const std::string& stage,
   // with w = worst_pass_ratio (<= 1: it passed) and |d| <= fl(fl(w b) (1 - 8u)) <= w b (1 - 5u) (both
   // products normal, so each rounding is relative), fl(|d| / b) <= w (1 - 5u)(1 + u) < w: the element
   // passes, cannot raise max_ratio (>= w) and cannot tie w (ties move the worst element to the later
-  // one, so they take the full path). tests/core/elementwise_compare_test.cpp holds it to the plain loop.
+  // one, so they take the full path). Exact hits (got == expected, finite, bound >= 0) are most
+  // elements of a stage the oracle pins exactly (bound 0: a conditioned GEMM's unambiguous bf16
+  // roundings): their ratio is 0, so with w > 0 they change nothing either, and with w = 0 they tie,
+  // the last becoming the worst passing element. tests/core/elementwise_compare_test.cpp holds both
+  // shortcuts to the plain loop.
   const size_t n = static_cast<size_t>(rows * cols);
 #if defined(__x86_64__)
   const bool simd = cpu_has_avx2();
@@ -86,7 +100,14 @@ Verdict compare_elements(const std::string& invariant, const std::string& stage,
   for (size_t i = 0; i < n; ++i) {
 #if defined(__x86_64__)
     if (simd && i >= scalar_until) {
-      i = skip_inside(got, expected.data(), bound.data(), i, n, worst_pass_ratio, v.compared);
+      int64_t last_tie = -1;
+      i = skip_inside(got, expected.data(), bound.data(), i, n, worst_pass_ratio, v.compared, last_tie);
+      if (last_tie >= 0) {
+        const size_t t = static_cast<size_t>(last_tie);
+        worst_pass = ElementError{Location{}, static_cast<double>(got[t]), expected[t], bound[t]};
+        worst_r = last_tie / cols;
+        worst_c = last_tie % cols;
+      }
       if (i >= n) break;
       scalar_until = i + 4;  // this group (or the last, incomplete one) one element at a time
     }
@@ -95,10 +116,11 @@ Verdict compare_elements(const std::string& invariant, const std::string& stage,
       if (std::isnan(expected[i]) || std::isinf(bound[i])) continue;
       ++v.compared;
       const double inside = worst_pass_ratio * bound[i] * kBelow;
-      if (inside >= DBL_MIN && std::isfinite(static_cast<double>(got[i])) && std::isfinite(expected[i]) &&
-          std::fabs(static_cast<double>(got[i]) - expected[i]) <= inside)
-        continue;
       const double g = static_cast<double>(got[i]);
+      if (inside >= DBL_MIN && std::isfinite(g) && std::isfinite(expected[i]) &&
+          std::fabs(g - expected[i]) <= inside)
+        continue;
+      if (worst_pass_ratio > 0 && g == expected[i] && std::isfinite(g) && bound[i] >= 0) continue;
       const ElementError e{Location{}, g, expected[i], bound[i]};
       const double e_ratio = e.ratio();
       const bool finite_mismatch = !std::isfinite(g) && std::isfinite(expected[i]);

@@ -79,6 +79,7 @@ TEST(ElementwiseCompare, SkippingClearPassesChangesNoVerdict) {
       if (special == 3) bound[i] = INFINITY;
       if (special == 4) expected[i] = got[i] = INFINITY;
       if (special == 5) bound[i] = NAN;
+      if (special == 6) bound[i] = -0.5;  // no bound holds anything, an exact hit included
     }
     const Verdict v = compare_elementwise("T", "stage", got, expected, bound, rows, cols, nullptr);
     const Plain p = plain_compare(got, expected, bound, rows, cols);
