@@ -13,6 +13,7 @@
 #include "core/case.h"
 #include "core/profile.h"
 #include "core/rng.h"
+#include "kernels/registry.h"
 #include "oracles/exact_dot.h"
 #include "oracles/exact_dot_device.h"
 #include "oracles/gpu/gpu_exact_dots.h"
@@ -110,24 +111,32 @@ LayerSetup layer_setup(Shape shape, RoutingMode mode) {
   return s;
 }
 
-// A dot device that costs nothing: it computes each call on the CPU once (exact_dot_rows and
-// stages::flip_sum, what the GPU equals bit for bit) and replays the results when the same sequence of
-// calls comes again. Timed after a first evaluation, it leaves the CPU's share of an evaluation whose
-// dots and flip sums run on the GPU: the bound on what the GPU dots can gain, measurable without a GPU.
+// A dot device that costs nothing: it computes each call of a first evaluation on the CPU
+// (exact_dot_rows and stages::flip_sum, what the GPU equals bit for bit) and replays them, call by
+// call, in the evaluations after it. Timed after that first evaluation, it leaves the CPU's share of an
+// evaluation whose dots and flip sums run on the GPU: the bound on what the GPU dots can gain,
+// measurable without a GPU.
 class ReplayDotDevice final : public ExactDotDevice {
  public:
   std::string name() const override { return "replay"; }
   void dots(const DecodedNvfp4& a, int64_t rows, std::span<const DeviceWeights> weights, RoundedDot* out,
             const DotFlips* flips) override {
-    if (next_ == calls_.size()) calls_.push_back(compute(a, rows, weights, flips));
-    const Call& call = calls_[next_];
-    next_ = (next_ + 1) % calls_.size();
+    if (recording_) calls_.push_back(compute(a, rows, weights, flips));
+    const Call& call = recording_ ? calls_.back() : calls_.at(next_++);
+    size_t dots = 0;
+    for (const DeviceWeights& w : weights) dots += static_cast<size_t>(rows * w.matrix->rows);
+    if (call.dots.size() != dots || (flips != nullptr) != (call.flips.size() == dots))
+      throw std::logic_error("ReplayDotDevice: a call differs from the recorded one");
     std::copy(call.dots.begin(), call.dots.end(), out);
     if (flips != nullptr) std::copy(call.flips.begin(), call.flips.end(), flips->out);
   }
-  // The evaluation is over: the next call is the first of the sequence again.
+  // An evaluation is over: the first one ends the recording; every later one must have made the
+  // recorded calls, and the next call is the first of them again.
   void rewind() {
-    if (next_ != 0) throw std::logic_error("ReplayDotDevice: an evaluation made a different number of calls");
+    if (!recording_ && next_ != calls_.size())
+      throw std::logic_error("ReplayDotDevice: an evaluation made a different number of calls");
+    recording_ = false;
+    next_ = 0;
   }
 
  private:
@@ -150,13 +159,16 @@ class ReplayDotDevice final : public ExactDotDevice {
     return c;
   }
   std::vector<Call> calls_;
+  bool recording_ = true;
   size_t next_ = 0;
 };
 
 // `gpu`: the GEMM stages' exact dots on the GPU (oracles/gpu/gpu_exact_dots.h), the rest on the CPU.
-// `replay`: on a ReplayDotDevice (the CPU share of the GPU path).
+// `replay`: on a ReplayDotDevice (the CPU share of the GPU path). `conditioned`: on the routing and
+// exposed stages of the `cpu-flashinfer` kernel's run (the CPU pipeline under the same profile), every
+// stage kept for comparison, as a check's baseline evaluation of a GPU kernel is.
 void run_layer_bench(benchmark::State& state, Shape shape, RoutingMode mode, bool gpu = false,
-                     bool replay = false) {
+                     bool replay = false, bool conditioned = false) {
   std::shared_ptr<ExactDotDevice> device;
   if (replay) device = std::make_shared<ReplayDotDevice>();
   if (gpu) {
@@ -180,11 +192,19 @@ void run_layer_bench(benchmark::State& state, Shape shape, RoutingMode mode, boo
     return;
   }
   const Profile& p = profile_by_name("flashinfer-cutlass");
+  LayerResult kernel;
+  if (conditioned) {
+    make_kernel("cpu-flashinfer")->run_layer(s.c, RunOptions{}, kernel);
+    s.routing = kernel.routing;
+  }
+  const LayerResult* given = conditioned ? &kernel : nullptr;
+  const LayerReferenceOptions opts{.keep_intermediates = conditioned};
   if (gpu ||
       replay)  // CUDA context, module load, buffer growth and the recording stay out of the timed region
-    benchmark::DoNotOptimize(reference_layer(s.c, p, s.routing, nullptr, {.keep_intermediates = false}));
+    benchmark::DoNotOptimize(reference_layer(s.c, p, s.routing, given, opts));
+  if (replay) static_cast<ReplayDotDevice*>(device.get())->rewind();
   for (auto _ : state) {
-    benchmark::DoNotOptimize(reference_layer(s.c, p, s.routing, nullptr, {.keep_intermediates = false}));
+    benchmark::DoNotOptimize(reference_layer(s.c, p, s.routing, given, opts));
     if (replay) static_cast<ReplayDotDevice*>(device.get())->rewind();
   }
   const double macs = static_cast<double>(shape.tokens * shape.top_k * 3 * shape.inter * shape.hidden);
@@ -236,6 +256,14 @@ void BM_OracleLayer_M_Replay(benchmark::State& st) {
 }
 BENCHMARK(BM_OracleLayer_M_Replay)
     ->Name("BM_OracleLayer/M/free-device")
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+void BM_OracleLayer_M_Conditioned_Replay(benchmark::State& st) {
+  run_layer_bench(st, {.tokens = 128, .hidden = 2048, .inter = 1024, .experts = 64, .top_k = 8},
+                  RoutingMode::kSoftmax, /*gpu=*/false, /*replay=*/true, /*conditioned=*/true);
+}
+BENCHMARK(BM_OracleLayer_M_Conditioned_Replay)
+    ->Name("BM_OracleLayer/M/conditioned/free-device")
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
 BENCHMARK(BM_OracleLayer_M_Gpu)
