@@ -48,8 +48,9 @@ struct Fp8BlockQuantized {
   }
 };
 
-// Throws moefuzz::InputError unless rows, cols >= 0 and w.size() == rows * cols.
+// Throws moefuzz::InputError unless rows, cols >= 0 and w.size() == rows * cols. `simd` false: the
+// codes one element at a time (core/e4m3_rows.h; the same bytes either way).
 Fp8BlockQuantized quantize_fp8_block_weight(std::span<const float> w, int64_t rows, int64_t cols,
-                                            bool ue8m0 = false);
+                                            bool ue8m0 = false, bool simd = true);
 
 }  // namespace moefuzz
