@@ -92,12 +92,15 @@ __attribute__((target("avx2"))) inline __m256i block_sums(const __m256i p[4]) {
   return _mm256_hadd_epi32(c0, c1);
 }
 
+// 32 int8 values. A function, not a lambda: a lambda returning a vector is not covered by the
+// enclosing target attribute's ABI (-Wpsabi).
+__attribute__((target("avx2"), always_inline)) inline __m256i ld(const int8_t* q) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
+}
+
 __attribute__((target("avx2"))) inline void group_block_sums(const int8_t* a, const int8_t* a_abs,
                                                              const int8_t* w, const int8_t* w_abs,
                                                              __m256i& signed_sums, __m256i& abs_sums) {
-  const auto ld = [](const int8_t* q) __attribute__((target("avx2"))) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
-  };
   const __m256i a0 = ld(a_abs), a1 = ld(a_abs + 32), a2 = ld(a_abs + 64), a3 = ld(a_abs + 96);
   const __m256i s[4] = {_mm256_maddubs_epi16(a0, _mm256_sign_epi8(ld(w), ld(a))),
                         _mm256_maddubs_epi16(a1, _mm256_sign_epi8(ld(w + 32), ld(a + 32))),
@@ -537,10 +540,6 @@ __attribute__((target("avx2"))) inline void decode_scales(const uint8_t* bytes, 
   const __m256i neg = _mm256_cmpgt_epi32(b, _mm256_set1_epi32(0x7F));
   v = _mm256_sub_epi32(_mm256_xor_si256(v_abs, neg), neg);  // negate where the sign bit is set
   nan = _mm256_or_si256(nan, is_nan);
-}
-
-__attribute__((target("avx2"))) inline __m256i ld(const int8_t* q) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(q));
 }
 
 // NA activation rows against one packed weight row. Per group the weight's 128 codes (signed and

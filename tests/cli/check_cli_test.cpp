@@ -259,7 +259,9 @@ TEST_F(CheckCli, ListJsonPrintsEachProfilesFields) {
       EXPECT_EQ(p.at("rsf_in_topk"), true);
       EXPECT_EQ(p.at("fp8_mma_accum_bits"), 24);  // the cpu kernel's fp32 accumulation
     }
-    if (p.at("name") == "sglang-triton") EXPECT_EQ(p.at("fp8_act_quant"), "triton");
+    if (p.at("name") == "sglang-triton") {
+      EXPECT_EQ(p.at("fp8_act_quant"), "triton");
+    }
   }
 }
 
@@ -298,7 +300,10 @@ TEST_F(CheckCli, MutantsRunsTheKillMatrixForOneMutant) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find(kMutant), std::string::npos) << r.output;
   ASSERT_TRUE(fs::exists(json));
-  EXPECT_NO_THROW((void)nlohmann::json::parse(moefuzz::file_text(json)));
+  EXPECT_NO_THROW({
+    const nlohmann::json parsed = nlohmann::json::parse(moefuzz::file_text(json));
+    EXPECT_FALSE(parsed.is_null());
+  });
 }
 
 TEST_F(CheckCli, DriftWritesCsvAndPlot) {
@@ -307,8 +312,9 @@ TEST_F(CheckCli, DriftWritesCsvAndPlot) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   ASSERT_TRUE(fs::exists(out / "drift.csv")) << r.output;
   EXPECT_GT(fs::file_size(out / "drift.csv"), 0u);
-  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0)
+  if (std::system("command -v gnuplot >/dev/null 2>&1") == 0) {
     EXPECT_TRUE(fs::exists(out / "drift.svg")) << r.output;
+  }
 }
 
 }  // namespace

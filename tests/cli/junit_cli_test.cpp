@@ -62,9 +62,11 @@ TEST_F(JunitCli, CheckHasOneCasePerInvariantAndPerFinding) {
   EXPECT_GE(count(cases, "failure", "finding "), 1) << cases.dump(1);
   EXPECT_GE(count(cases, "failure", "SCALE1"), 1) << cases.dump(1);
   EXPECT_GE(count(cases, "pass", "STRUCT"), 1) << cases.dump(1);
-  for (const auto& c : cases)
-    if (c.at("name").get<std::string>().rfind("finding ", 0) == 0)
+  for (const auto& c : cases) {
+    if (c.at("name").get<std::string>().rfind("finding ", 0) == 0) {
       EXPECT_NE(c.at("text").get<std::string>().find("REPRO: "), std::string::npos) << c;
+    }
+  }
   // No temporary file left beside it (written atomically).
   int files = 0;
   for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir_)) ++files;

@@ -63,7 +63,9 @@ void expect_identical_stages_held(const OracleEvaluation& light, const OracleEva
                                   const std::string& what) {
   SCOPED_TRACE(what);
   expect_same_admissibility(light, full);
-  if (light.admissibility.passed()) EXPECT_NE(light.stage("output"), nullptr);
+  if (light.admissibility.passed()) {
+    EXPECT_NE(light.stage("output"), nullptr);
+  }
   for (const StageExpectation& a : light.stages) {
     const StageExpectation* b = full.stage(a.stage);
     ASSERT_NE(b, nullptr) << a.stage;
@@ -286,9 +288,11 @@ TEST(OracleReuse, InvariantsThatEvaluateOnlyTheBaselineLookUpNoRows) {
       }
     }
   }
-  for (const Invariant& inv : invariant_registry())
-    if (!inv.expensive && !inv.evaluates_other_runs)
+  for (const Invariant& inv : invariant_registry()) {
+    if (!inv.expensive && !inv.evaluates_other_runs) {
       EXPECT_GT(checked[inv.code], 0) << inv.code << " was never checked: the test must reach it";
+    }
+  }
   EXPECT_GT(perm_lookups, 0) << "PERM evaluates its permuted case through the memo";
 }
 
