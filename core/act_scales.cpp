@@ -29,14 +29,16 @@ constexpr int64_t kSampledPairs = 8;
 // per block, the 16 products summed in element order, then acc += block * scale. The N sums are
 // interleaved only so that their addition chains overlap; each is bit for bit what a one-row loop
 // gives. Reads the packed bytes directly: this is the estimate's hot loop.
+// The value of each E2M1 code in double (both dot loops read it; aligned for the AVX-512 loads).
+alignas(64) constexpr std::array<double, 16> kCodeValue = [] {
+  std::array<double, 16> v{};
+  for (size_t c = 0; c < 16; ++c) v[c] = kE2m1Values[c];
+  return v;
+}();
+
 template <int N>
 void dot_rows(const std::vector<double>& x, const Nvfp4Matrix* const (&m)[N], const int64_t (&row)[N],
               double (&out)[N]) {
-  constexpr std::array<double, 16> kCodeValue = [] {
-    std::array<double, 16> v{};
-    for (size_t c = 0; c < 16; ++c) v[c] = kE2m1Values[c];
-    return v;
-  }();
   const double* cv = kCodeValue.data();
   const uint8_t* packed[N];
   double acc[N];
@@ -79,9 +81,8 @@ void dot_rows(const std::vector<double>& x, const Nvfp4Matrix* const (&m)[N], co
 // in two registers (vpermt2pd reads an index's low 4 bits only).
 MOEFUZZ_AVX512F void dot_rows8_avx512(const std::vector<double>& x, const Nvfp4Matrix* const (&m)[8],
                                       const int64_t (&row)[8], double (&out)[8]) {
-  alignas(64) double values[16];
-  for (size_t c = 0; c < 16; ++c) values[c] = kE2m1Values[c];
-  const __m512d table_lo = _mm512_load_pd(values), table_hi = _mm512_load_pd(values + 8);
+  const __m512d table_lo = _mm512_load_pd(kCodeValue.data()),
+                table_hi = _mm512_load_pd(kCodeValue.data() + 8);
   const uint8_t* packed[8];
   const uint8_t* scales[8];
   double global[8];
