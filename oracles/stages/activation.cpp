@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "oracles/stages/stage_rows.h"
+
 namespace moefuzz::stages {
 
 ActivationRows activation(const Profile& p, const Swiglu& sw, const ExpertRows& rows, const Gemm1Rows& g,
@@ -16,30 +18,16 @@ ActivationRows activation(const Profile& p, const Swiglu& sw, const ExpertRows& 
   h.center.resize(h.lo.size());
   h.nan.assign(static_cast<size_t>(n), 0);
   std::vector<Interval> row(static_cast<size_t>(I));
+  const ActivationFinish finish{.silu_may_round_bf16 = p.silu_may_round_bf16,
+                                .bf16 = p.bf16_after_activation,
+                                .abs_beta = std::fabs(sw.beta)};
   for (int64_t j = 0; j < n; ++j) {
     const ExpandedRow& er = rows.row(j);
-    swiglu_kernel_intervals(&g.gate[static_cast<size_t>(j * I)], &g.up[static_cast<size_t>(j * I)], I, sw,
-                            row.data());
-    bool nan = false;
-    for (int64_t o = 0; o < I; ++o) {
-      const size_t gi = static_cast<size_t>(j * I + o);
-      Interval x = row[static_cast<size_t>(o)];
-      if (!is_nan(x) && p.silu_may_round_bf16) {
-        // bf16(silu(g)) is within 2^-8 of silu(g) relative (plus the subnormal floor, flushes
-        // included), and |silu(g) * v| <= max|x|: widen by that much times |v| <= max|up| + |beta|.
-        const Interval& u = g.up[gi];
-        const double v = std::max(std::fabs(u.lo), std::fabs(u.hi)) + std::fabs(sw.beta);
-        const double w =
-            kBf16Unit * std::max(std::fabs(x.lo), std::fabs(x.hi)) * (1 + kBf16Unit) + kUnderflowFloor * v;
-        x = {x.lo - w, x.hi + w};
-      }
-      if (!is_nan(x) && p.bf16_after_activation) x = round_to_bf16(x);
-      if (er.slot >= 0) store(act, er.slot, o, x);
-      nan |= is_nan(x);
-      h.lo[gi] = x.lo;
-      h.hi[gi] = x.hi;
-      h.center[gi] = x.center();
-    }
+    const size_t at = static_cast<size_t>(j * I);
+    swiglu_kernel_intervals(&g.gate[at], &g.up[at], I, sw, row.data());
+    const bool nan =
+        finish_activation_row(finish, row.data(), &g.up[at], I, &h.lo[at], &h.hi[at], &h.center[at]);
+    if (er.slot >= 0) store_row(act, er.slot, 0, row.data(), I);
     h.nan[static_cast<size_t>(j)] = nan ? 1 : 0;
   }
   return h;

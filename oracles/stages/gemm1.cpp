@@ -5,6 +5,7 @@
 #include "oracles/dense_dot.h"
 #include "oracles/exact_dot_device.h"
 #include "oracles/stages/gemm_bounds.h"
+#include "oracles/stages/stage_rows.h"
 
 namespace moefuzz::stages {
 Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const ExpertWeights& W,
@@ -118,7 +119,11 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
         gemm_row_intervals(eg, &on_device.dots[g], &on_device.flips[g], I, &out.gate[g]);
         gemm_row_intervals(eu, &on_device.dots[u], &on_device.flips[u], I, &out.up[g]);
       }
-      record(j, 0, I);
+      const ExpandedRow& er = rows.row(j);
+      if (er.slot >= 0) {
+        store_row(g1, er.slot, 0, &out.gate[g], I);
+        store_row(g1, er.slot, I, &out.up[g], I);
+      }
     }
     return out;
   }

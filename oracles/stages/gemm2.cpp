@@ -5,6 +5,7 @@
 #include "oracles/dense_dot.h"
 #include "oracles/exact_dot_device.h"
 #include "oracles/stages/gemm_bounds.h"
+#include "oracles/stages/stage_rows.h"
 
 namespace moefuzz::stages {
 
@@ -116,7 +117,13 @@ void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const Expert
         std::fill(v.begin(), v.end(), Interval{kNaN, kNaN});
       else
         gemm_row_intervals(ed, &on_device.dots[at], &on_device.flips[at], H, v.data());
-      for (int64_t o = 0; o < H; ++o) record(j, o, v[static_cast<size_t>(o)]);
+      const ExpandedRow& er = rows.row(j);
+      if (er.slot >= 0) store_row(g2, er.slot, 0, v.data(), H);
+      const size_t y0 = static_cast<size_t>(rows.members[static_cast<size_t>(j)] * H);
+      for (int64_t o = 0; o < H; ++o) {
+        y.lo[y0 + static_cast<size_t>(o)] = v[static_cast<size_t>(o)].lo;
+        y.hi[y0 + static_cast<size_t>(o)] = v[static_cast<size_t>(o)].hi;
+      }
     }
     return;
   }
