@@ -50,12 +50,14 @@ void add_expert_weights(ContentHasher& h, const ExpertWeights& e) {
   for (const std::vector<float>* b : {&e.gate_bias, &e.up_bias, &e.down_bias}) h.add(*b);
 }
 
+Hash128 expert_content_hash_now(const ExpertWeights& e) {
+  ContentHasher h;
+  add_expert_weights(h, e);
+  return h.value128();
+}
+
 Hash128 expert_content_hash(const SharedVector<ExpertWeights>& experts, size_t e) {
-  const auto hash = [&] {
-    ContentHasher h;
-    add_expert_weights(h, experts[e]);
-    return h.value128();
-  };
+  const auto hash = [&] { return expert_content_hash_now(experts[e]); };
   const std::optional<uint64_t> stamp = experts.content_stamp(e);
   if (!stamp) return hash();
   // Stamps are never reused, so entries of cases gone are only dead weight: the table is emptied when

@@ -8,8 +8,9 @@
 //
 // expert_content_hash is the same content as one 128-bit value, remembered per thread under the
 // element's content stamp (core/shared_vector.h) while the element cannot change: a check's ~20 kernel
-// runs per case hash each shared expert once instead of once per run. CANARY does not use it: it
-// must see a kernel's writes through const pointers, which no stamp records.
+// runs per case hash each shared expert once instead of once per run. A kernel's writes through const
+// pointers change no stamp, so what must see them (CANARY after a run) reads the bytes again:
+// expert_content_hash_now.
 //
 // Example:
 //   moefuzz::ContentHasher h;
@@ -25,5 +26,7 @@ void add_expert_weights(ContentHasher& h, const ExpertWeights& e);
 
 // ContentHasher's value128() of add_expert_weights(experts[e]) alone (seed 0).
 Hash128 expert_content_hash(const SharedVector<ExpertWeights>& experts, size_t e);
+// The same value from the bytes as they are now, never remembered.
+Hash128 expert_content_hash_now(const ExpertWeights& e);
 
 }  // namespace moefuzz

@@ -24,7 +24,7 @@ float float_of(uint32_t b) {
 
 }  // namespace
 
-uint64_t case_fingerprint(const Case& c) {
+uint64_t case_fingerprint(const Case& c, ExpertBytes experts) {
   ContentHasher f;
   f.add(c.hidden);
   f.add(c.logits);
@@ -33,7 +33,11 @@ uint64_t case_fingerprint(const Case& c) {
   f.add(c.hash_table);
   f.add(c.a1_scale);
   f.add(c.a2_scale);
-  for (const ExpertWeights& e : c.experts) add_expert_weights(f, e);
+  for (size_t e = 0; e < c.experts.size(); ++e) {
+    const Hash128 h = experts == ExpertBytes::kRemembered ? expert_content_hash(c.experts, e)
+                                                          : expert_content_hash_now(c.experts[e]);
+    f.add_bytes(&h, sizeof h);
+  }
   return f.value();
 }
 

@@ -58,7 +58,12 @@ GuardedRun run_guarded(const Kernel& kernel, const Case& c, const RunOptions& op
                        std::optional<uint64_t> fingerprint = std::nullopt, bool check_input = true);
 
 // A 64-bit content hash (core/content_hasher.h) of every tensor of the case (the input-modification
-// check).
-uint64_t case_fingerprint(const Case& c);
+// check): the layer-wide tensors and each expert's 128-bit content hash (core/expert_fingerprint.h).
+// kRead hashes every expert's bytes as they are now: what a check after a kernel run must do.
+// kRemembered takes each expert's remembered content hash (computed once per case for the `cuda`
+// kernel's resident copies and the oracle's row memo anyway), the same value while no kernel has
+// written the weights: for the fingerprint a check takes before its first run.
+enum class ExpertBytes { kRead, kRemembered };
+uint64_t case_fingerprint(const Case& c, ExpertBytes experts = ExpertBytes::kRead);
 
 }  // namespace moefuzz

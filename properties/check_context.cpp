@@ -13,7 +13,9 @@ CheckContext::CheckContext(const Kernel& kernel, const Case& c, RunOptions opts,
       profile_(profile_by_name(profile.empty() ? std::string_view(kernel.profile()) : profile)),
       opts_(opts),
       check_inputs_(check_inputs),
-      input_hash_(check_inputs ? case_fingerprint(c) : 0),
+      // Before the first run: the experts' remembered content hashes are their bytes' (the first
+      // run's resident copies and the oracle's row memo take the same hashes).
+      input_hash_(check_inputs ? case_fingerprint(c, ExpertBytes::kRemembered) : 0),
       memo_(profile_) {}
 
 const LayerResult& CheckContext::baseline() {

@@ -69,5 +69,35 @@ TEST(Canary, KernelIgnoringTheGuardedBufferIsCheckedForUnwrittenOutput) {
   EXPECT_EQ(g.canary.first_unwritten, n / 2);
 }
 
+// A kernel that writes one byte of expert 0's gate codes through its const input (and all of its
+// output, unguarded).
+class WeightWriter : public Kernel {
+ public:
+  std::string name() const override { return "weight-writer"; }
+  std::string profile() const override { return "sglang-cutlass-fp4"; }
+  std::string description() const override { return "test kernel writing an expert's weights"; }
+  KernelClaims claims() const override { return {}; }
+  std::string supports(const CaseRecipe&) const override { return ""; }
+  void run_layer(const Case& c, const RunOptions&, LayerResult& out) const override {
+    auto& packed = const_cast<std::vector<uint8_t>&>(c.experts[0].gate.packed);
+    packed[0] ^= 0x11;
+    for (float& x : out.output) x = 0.0f;
+  }
+};
+
+// A check takes its fingerprint before the first run from the experts' remembered content hashes
+// (ExpertBytes::kRemembered); a write to an expert's weights is still seen, because the fingerprint
+// after the run reads the bytes.
+TEST(Canary, WritingAnExpertsWeightsIsReportedAgainstTheRememberedFingerprint) {
+  const Case c = materialize(testing::small_recipe(5, RoutingMode::kSoftmax));
+  const uint64_t before = case_fingerprint(c, ExpertBytes::kRemembered);
+  EXPECT_EQ(before, case_fingerprint(c)) << "the same value while no kernel wrote the weights";
+  const GuardedRun g = run_guarded(WeightWriter(), c, {}, before);
+  EXPECT_TRUE(g.canary.input_modified);
+  EXPECT_NE(case_fingerprint(c), before);
+  // The remembered hashes did not see the write (no content stamp records it): only a read does.
+  EXPECT_EQ(case_fingerprint(c, ExpertBytes::kRemembered), before);
+}
+
 }  // namespace
 }  // namespace moefuzz
