@@ -17,11 +17,22 @@ int default_jobs() {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-std::function<std::unique_ptr<Kernel>(int)> worker_kernel_factory(const std::string& kernel) {
+namespace {
+
+bool runs_on_a_gpu(const std::string& kernel) {
   const auto& reg = kernel_registry();
-  const bool gpu = std::any_of(reg.begin(), reg.end(), [&](const KernelEntry& e) {
-    return e.name == kernel && e.kind == KernelKind::kCuda;
-  });
+  return std::any_of(reg.begin(), reg.end(),
+                     [&](const KernelEntry& e) { return e.name == kernel && e.kind == KernelKind::kCuda; });
+}
+
+}  // namespace
+
+int default_check_jobs(const std::string& kernel) {
+  return check_jobs(default_jobs(), runs_on_a_gpu(kernel) ? visible_gpu_count() : 0);
+}
+
+std::function<std::unique_ptr<Kernel>(int)> worker_kernel_factory(const std::string& kernel) {
+  const bool gpu = runs_on_a_gpu(kernel);
   return [kernel, gpu](int worker) {
     if (gpu) bind_worker_gpu(worker);
     return make_kernel(kernel);

@@ -4,7 +4,9 @@
 //
 // Example:
 //   o.jobs = moefuzz::cli::default_jobs();                  // the cores this process may use
+//   o.jobs = moefuzz::cli::default_check_jobs("cuda");      // 2 per core for a GPU kernel: check_jobs
 //   o.worker_kernel = moefuzz::cli::worker_kernel_factory("cuda");   // worker w on GPU w % GPUs
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <string>
@@ -15,6 +17,20 @@ namespace moefuzz::cli {
 
 // The cores this process may run on (its CPU affinity mask), at least 1.
 int default_jobs();
+// `check -j`'s default for `kernel`: check_jobs(default_jobs(), GPUs visible) for a kernel of the
+// registry's CUDA kind, default_jobs() for the others.
+int default_check_jobs(const std::string& kernel);
+// Workers for `cores` cores and `gpus` GPUs a GPU kernel runs on (0: a CPU kernel, or no GPU): one per
+// core, and for a GPU kernel twice as many, the extra ones at most up to kMaxWorkersPerGpu per GPU. A
+// GPU kernel's worker waits on its GPU for much of a run (a dozen or more synchronizations: the run and
+// each download) while the GPU stays mostly idle (~34% of its SMs busy at `-j 16`), so one worker per
+// core leaves cores idle: `-j 32` checked 1.15x the all-invariant cases of `-j 16` on a 16-core H100
+// host (docs/perf.md). Each worker keeps up to 1/64 of its GPU's memory in resident expert copies
+// (kernels/cuda/resident_experts.h): 32 per GPU leave half of it to the runs.
+inline constexpr int kMaxWorkersPerGpu = 32;
+constexpr int check_jobs(int cores, int gpus) {
+  return gpus <= 0 ? cores : std::max(cores, std::min(2 * cores, kMaxWorkersPerGpu * gpus));
+}
 // make_kernel(kernel) for each worker, on the worker's own thread: a plugin or Python kernel gets its
 // own worker process per worker. For a kernel of the registry's CUDA kind the thread is first bound
 // to GPU worker % (GPUs visible), so every GPU of the host gets a set of workers

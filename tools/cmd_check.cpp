@@ -103,8 +103,8 @@ void add_check_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   cmd->add_option("--tactic", a.tactic, "Kernel tactic for the baseline run")->check(CLI::NonNegativeNumber);
   cmd->add_option("-j,--jobs", a.jobs,
-                  "Cases checked at once, each worker with its own kernel instance (default: all cores; the "
-                  "results do not depend on it)")
+                  "Cases checked at once, each worker with its own kernel instance (default: all cores, two "
+                  "per core for a CUDA kernel; the results do not depend on it)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--oracle-reuse", a.oracle_reuse,
                   "on: metamorphic invariants take the oracle's evaluations and rows where they are the "
@@ -155,7 +155,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
     o.progress = ::isatty(STDERR_FILENO) != 0;
     o.max_case_bytes = global_options().max_case_bytes;
     o.run.tactic = a.tactic;
-    o.jobs = a.jobs > 0 ? a.jobs : default_jobs();
+    o.jobs = a.jobs > 0 ? a.jobs : default_check_jobs(a.kernel);
     o.oracle_reuse = a.oracle_reuse == "on";
     o.worker_kernel = worker_kernel_factory(a.kernel);
     if (tensor_files) o.adapt_recipe = [t = *tensor_files](CaseRecipe& r) { fit_recipe_to_files(r, t); };
