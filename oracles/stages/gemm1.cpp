@@ -107,7 +107,7 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
                                       device_weights(c, rows, W, W.up, 1)};
     on_device = device_gemm(*device, qa, n, weights);
   }
-  const bool flips_on_device = !on_device.flips.empty();
+  const bool flips_on_device = on_device.flips_known();
   if (flips_on_device) {
     // Nothing left to compute per weight row: row after row, every read and write in order.
     for (int64_t j = 0; j < n; ++j) {
@@ -116,8 +116,8 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
         std::fill_n(out.gate.begin() + static_cast<std::ptrdiff_t>(g), I, Interval{kNaN, kNaN});
         std::fill_n(out.up.begin() + static_cast<std::ptrdiff_t>(g), I, Interval{kNaN, kNaN});
       } else {
-        gemm_row_intervals(eg, &on_device.dots[g], &on_device.flips[g], I, &out.gate[g]);
-        gemm_row_intervals(eu, &on_device.dots[u], &on_device.flips[u], I, &out.up[g]);
+        gemm_row_intervals(eg, &on_device.dots[g], on_device.flips_at(g), I, &out.gate[g]);
+        gemm_row_intervals(eu, &on_device.dots[u], on_device.flips_at(u), I, &out.up[g]);
       }
       const ExpandedRow& er = rows.row(j);
       if (er.slot >= 0) {

@@ -107,7 +107,7 @@ void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const Expert
     const DeviceWeights weights[1] = {device_weights(c, rows, W, W.down, 2)};
     on_device = device_gemm(*device, qh, n, weights);
   }
-  const bool flips_on_device = !on_device.flips.empty();
+  const bool flips_on_device = on_device.flips_known();
   if (flips_on_device) {
     // Nothing left to compute per weight row: row after row, every read and write in order.
     std::vector<Interval> v(static_cast<size_t>(H));
@@ -116,7 +116,7 @@ void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const Expert
       if (qh.indeterminate[static_cast<size_t>(j)] != 0)
         std::fill(v.begin(), v.end(), Interval{kNaN, kNaN});
       else
-        gemm_row_intervals(ed, &on_device.dots[at], &on_device.flips[at], H, v.data());
+        gemm_row_intervals(ed, &on_device.dots[at], on_device.flips_at(at), H, v.data());
       const ExpandedRow& er = rows.row(j);
       if (er.slot >= 0) store_row(g2, er.slot, 0, v.data(), H);
       const size_t y0 = static_cast<size_t>(rows.members[static_cast<size_t>(j)] * H);

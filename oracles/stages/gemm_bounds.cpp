@@ -101,7 +101,8 @@ namespace {
 void gemm_row_intervals_scalar(const GemmEpilogue& e, const RoundedDot* dots, const double* flips,
                                int64_t begin, int64_t end, Interval* out) {
   for (int64_t o = begin; o < end; ++o)
-    out[o] = gemm_epilogue(e, gemm_interval(dots[o], e.alpha, flips[o], e.gk, e.floor), o);
+    out[o] = gemm_epilogue(
+        e, gemm_interval(dots[o], e.alpha, flips != nullptr ? flips[o] : 0.0, e.gk, e.floor), o);
 }
 
 // gemm_row_intervals four columns at a time: gemm_interval's, add_expert_bias's and round_to_bf16's
@@ -124,7 +125,9 @@ __attribute__((target("avx2"))) void gemm_row_intervals_avx2(const GemmEpilogue&
   for (int64_t o = 0; o < c4; o += 4) {
     const __m256d d01 = _mm256_loadu_pd(&dots[o].value), d23 = _mm256_loadu_pd(&dots[o + 2].value);
     const __m256d value = _mm256_unpacklo_pd(d01, d23), magnitude = _mm256_unpackhi_pd(d01, d23);
-    const __m256d flip = _mm256_permute4x64_pd(_mm256_loadu_pd(flips + o), _MM_SHUFFLE(3, 1, 2, 0));
+    const __m256d flip = flips == nullptr
+                             ? _mm256_setzero_pd()
+                             : _mm256_permute4x64_pd(_mm256_loadu_pd(flips + o), _MM_SHUFFLE(3, 1, 2, 0));
     // gemm_interval
     const __m256d sum = _mm256_add_pd(magnitude, flip);
     const __m256d v = _mm256_mul_pd(alpha, value);
@@ -202,7 +205,11 @@ DeviceGemm device_gemm(ExactDotDevice& device, const QuantizedInputs& q, int64_t
   for (const DeviceWeights& w : weights) dots += n * w.matrix->rows;
   DeviceGemm out;
   out.dots.resize(static_cast<size_t>(dots));
-  if (!weighted_abs_sum_rows_is_fused()) {
+  // Rows conditioned on a kernel's codes flip nothing: every flip sum is +0 (what flip_sums gives for
+  // an empty list), so the device computes and returns the dots alone.
+  out.zero_flips =
+      std::all_of(q.flips.begin(), q.flips.begin() + n, [](const FlipList& f) { return f.empty(); });
+  if (out.zero_flips || !weighted_abs_sum_rows_is_fused()) {
     device.dots(q.rows, n, weights, out.dots.data(), nullptr);
     return out;
   }

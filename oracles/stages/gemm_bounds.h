@@ -80,9 +80,10 @@ struct GemmEpilogue {
 };
 // One output row of a W4A4 GEMM stage from a device's dots and flip sums: out[o] = gemm_interval(
 // dots[o], alpha, flips[o], gk, floor), then add_expert_bias(bias[o]) and, unless NaN, round_to_bf16,
-// as the stages compute element by element. One call per row keeps the loop free of the stages'
-// per-element bookkeeping. `simd` false: the element-by-element loop (the reference the tests hold the
-// AVX2 path to; the AVX2 path is taken only where cpu_has_avx2()).
+// as the stages compute element by element. `flips` null: every flip sum is +0 (DeviceGemm::zero_flips). One
+// call per row keeps the loop free of the stages' per-element bookkeeping. `simd` false: the
+// element-by-element loop (the reference the tests hold the AVX2 path to; the AVX2 path is taken only where
+// cpu_has_avx2()).
 void gemm_row_intervals(const GemmEpilogue& e, const RoundedDot* dots, const double* flips, int64_t cols,
                         Interval* out, bool simd = true);
 // The same epilogue of one element (the stages' per-element path). Inline: an Interval passed to a
@@ -95,10 +96,18 @@ inline Interval gemm_epilogue(const GemmEpilogue& e, Interval v, int64_t o) {
 
 // A W4A4 GEMM stage's dots of one expert on a dot device: rows [0, n) of `q` against each matrix of
 // `weights` (ExactDotDevice::dots's layout), with their flip sums where the device can repeat the
-// CPU's order (weighted_abs_sum_rows_is_fused; `flips` empty otherwise, and the stage sums the flips).
+// CPU's order (weighted_abs_sum_rows_is_fused; `flips` empty otherwise, and the stage sums the flips)
+// or where they are all +0 (`zero_flips`).
+// `zero_flips`: no row has a flip (every row conditioned on a kernel's codes), so every flip sum is +0
+// and `flips` stays empty.
 struct DeviceGemm {
   std::vector<RoundedDot> dots;
   std::vector<double> flips;
+  bool zero_flips = false;
+  // Whether the flip sums are known (computed by the device, or all +0), and those of dot `at` (null:
+  // all +0) for gemm_row_intervals.
+  bool flips_known() const { return zero_flips || !flips.empty(); }
+  const double* flips_at(size_t at) const { return zero_flips ? nullptr : &flips[at]; }
 };
 DeviceGemm device_gemm(ExactDotDevice& device, const QuantizedInputs& q, int64_t n,
                        std::span<const DeviceWeights> weights);

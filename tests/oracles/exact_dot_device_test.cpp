@@ -14,6 +14,7 @@
 #include "core/case.h"
 #include "core/cuda_in_process.h"
 #include "core/profile.h"
+#include "kernels/registry.h"
 #include "oracles/exact_dot.h"
 #include "oracles/exact_dot_device.h"
 #include "oracles/layer_ref.h"
@@ -103,8 +104,13 @@ TEST(ExactDotDevice, EvaluationThroughADeviceEqualsTheCpuAndNamesTheCasesWeights
   EXPECT_TRUE(same_stages(cpu, on_none));
   EXPECT_GT(every.calls, 0);
   EXPECT_EQ(none.calls, 0) << "a call below the smallest call stays on the CPU";
-  // The flip sums go to the device with the dots where it can repeat the CPU's order.
-  EXPECT_EQ(every.with_flips, weighted_abs_sum_rows_is_fused() ? every.calls : 0);
+  // The flip sums go to the device with the dots where it can repeat the CPU's order and a row flips
+  // (the unconditioned FC2 input's do; a call whose rows flip nothing asks for none: each sum is +0).
+  if (weighted_abs_sum_rows_is_fused())
+    EXPECT_GT(every.with_flips, 0);
+  else
+    EXPECT_EQ(every.with_flips, 0);
+  EXPECT_LE(every.with_flips, every.calls);
   // Every matrix the stages hand over is the case's own and is named: gate, up and down of one expert
   // by three different keys, the same content by the same key in a second evaluation.
   EXPECT_EQ(every.unnamed, 0);
@@ -120,6 +126,30 @@ TEST(ExactDotDevice, EvaluationThroughADeviceEqualsTheCpuAndNamesTheCasesWeights
     EXPECT_FALSE(first[i] == first[i + 1]);
     EXPECT_FALSE(first[i + 1] == first[i + 2]);
   }
+}
+
+// A conditioned evaluation (on a kernel's own codes) flips nothing in the rows the kernel exposes: the
+// device computes their dots alone (no flip sums asked for, each +0) and the stages equal the CPU's
+// bit for bit. (Rows a kernel does not expose, a separate shared expert's, still flip.)
+TEST(ExactDotDevice, ConditionedEvaluationAsksForNoFlipsAndEqualsTheCpu) {
+  const Case c = w4a4_case();
+  const std::unique_ptr<Kernel> k = make_kernel("cpu-flashinfer");
+  ASSERT_EQ(k->supports(c.recipe), "");
+  const Profile& p = profile_by_name(k->profile());
+  LayerResult kernel;
+  k->run_layer(c, RunOptions{.intermediates = true}, kernel);
+  ASSERT_TRUE(kernel.fc1_input.has_value() && kernel.fc2_input.has_value());
+  const LayerReference cpu = reference_layer(c, p, kernel.routing, &kernel);
+  ASSERT_TRUE(cpu.admissibility.passed()) << cpu.admissibility.message;
+  CpuDotDevice every(0);
+  LayerReference on_every;
+  {
+    ScopedExactDotDevice on(&every);
+    on_every = reference_layer(c, p, kernel.routing, &kernel);
+  }
+  EXPECT_TRUE(same_stages(cpu, on_every));
+  EXPECT_GT(every.calls, 0);
+  EXPECT_LT(every.with_flips, every.calls / 2) << "most calls ask for no flips";
 }
 
 // `--oracle-device auto`: nothing until a kernel running on a GPU in this process was made (CUDA is

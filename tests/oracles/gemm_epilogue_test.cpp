@@ -71,10 +71,23 @@ TEST(GemmEpilogue, Avx2RowEqualsTheElementLoopBitForBit) {
     std::vector<Interval> simd(static_cast<size_t>(cols)), plain(static_cast<size_t>(cols));
     gemm_row_intervals(e, dots.data(), flips.data(), cols, simd.data(), /*simd=*/true);
     gemm_row_intervals(e, dots.data(), flips.data(), cols, plain.data(), /*simd=*/false);
+    // No flips (null: every flip sum +0, DeviceGemm::zero_flips) on both paths equals explicit zeros.
+    const std::vector<double> zeros(static_cast<size_t>(cols), 0.0);
+    std::vector<Interval> simd0(static_cast<size_t>(cols)), plain0(static_cast<size_t>(cols)),
+        zero(static_cast<size_t>(cols));
+    gemm_row_intervals(e, dots.data(), nullptr, cols, simd0.data(), /*simd=*/true);
+    gemm_row_intervals(e, dots.data(), nullptr, cols, plain0.data(), /*simd=*/false);
+    gemm_row_intervals(e, dots.data(), zeros.data(), cols, zero.data(), /*simd=*/false);
     for (int64_t o = 0; o < cols; ++o) {
       const Interval x = simd[static_cast<size_t>(o)], y = plain[static_cast<size_t>(o)];
       ASSERT_EQ(bits_of(x.lo), bits_of(y.lo)) << "trial " << trial << " column " << o << " of " << cols;
       ASSERT_EQ(bits_of(x.hi), bits_of(y.hi)) << "trial " << trial << " column " << o << " of " << cols;
+      for (const Interval* z : {&simd0[static_cast<size_t>(o)], &plain0[static_cast<size_t>(o)]}) {
+        ASSERT_EQ(bits_of(z->lo), bits_of(zero[static_cast<size_t>(o)].lo))
+            << "trial " << trial << " column " << o;
+        ASSERT_EQ(bits_of(z->hi), bits_of(zero[static_cast<size_t>(o)].hi))
+            << "trial " << trial << " column " << o;
+      }
       ++compared;
       (is_nan(y) ? nan_results : finite_results)++;
     }
