@@ -403,7 +403,14 @@ struct BlockScaleRange {
   uint8_t lo, hi;
   double amax_c;
 };
-BlockScaleRange block_scale_range(const double* lo, const double* hi, const double* center, float s_q) {
+// The block's three maxima (the smallest and largest amax the intervals allow, the center's amax) of
+// finite intervals (the callers test nvfp4_indeterminate first). Every term is >= +0, and the maximum
+// of such values does not depend on the order it is taken in (std::max drops a NaN center in either
+// form), so the AVX2 form (four lanes, then across them) gives the element loop's bits.
+struct BlockAmax {
+  double lo, hi, c;
+};
+BlockAmax block_amax_scalar(const double* lo, const double* hi, const double* center) {
   double amax_lo = 0, amax_hi = 0, amax_c = 0;
   for (size_t i = 0; i < 16; ++i) {
     const double mlo = (lo[i] <= 0 && hi[i] >= 0) ? 0.0 : std::min(std::fabs(lo[i]), std::fabs(hi[i]));
@@ -412,6 +419,43 @@ BlockScaleRange block_scale_range(const double* lo, const double* hi, const doub
     if (center != nullptr)
       amax_c = std::max(amax_c, std::fabs(static_cast<double>(static_cast<float>(center[i]))));
   }
+  return {amax_lo, amax_hi, amax_c};
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) double max_of_lanes(__m256d v) {
+  const __m128d m = _mm_max_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+  return _mm_cvtsd_f64(_mm_max_sd(m, _mm_unpackhi_pd(m, m)));
+}
+
+__attribute__((target("avx2"))) BlockAmax block_amax_avx2(const double* lo, const double* hi,
+                                                          const double* center) {
+  using avx2::abs_pd;
+  const __m256d zero = _mm256_setzero_pd();
+  __m256d amax_lo = zero, amax_hi = zero, amax_c = zero;
+  for (size_t i = 0; i < 16; i += 4) {
+    const __m256d l = _mm256_loadu_pd(lo + i), h = _mm256_loadu_pd(hi + i);
+    const __m256d al = abs_pd(l), ah = abs_pd(h);
+    const __m256d straddles =
+        _mm256_and_pd(_mm256_cmp_pd(l, zero, _CMP_LE_OQ), _mm256_cmp_pd(h, zero, _CMP_GE_OQ));
+    amax_lo = avx2::std_max(amax_lo, _mm256_andnot_pd(straddles, _mm256_min_pd(al, ah)));
+    amax_hi = avx2::std_max(amax_hi, _mm256_max_pd(al, ah));
+    if (center != nullptr)  // the center rounded to float, as the kernel's input is (a NaN is dropped)
+      amax_c = avx2::std_max(amax_c, abs_pd(_mm256_cvtps_pd(_mm256_cvtpd_ps(_mm256_loadu_pd(center + i)))));
+  }
+  return {max_of_lanes(amax_lo), max_of_lanes(amax_hi), max_of_lanes(amax_c)};
+}
+#endif
+
+BlockScaleRange block_scale_range(const double* lo, const double* hi, const double* center, float s_q,
+                                  bool simd) {
+#if defined(__x86_64__)
+  const BlockAmax a = simd ? block_amax_avx2(lo, hi, center) : block_amax_scalar(lo, hi, center);
+#else
+  (void)simd;
+  const BlockAmax a = block_amax_scalar(lo, hi, center);
+#endif
+  const double amax_lo = a.lo, amax_hi = a.hi, amax_c = a.c;
   const float alo = float_down(amax_lo), ahi = float_up(amax_hi);
   return {std::min(scale_byte_fast(alo, s_q), scale_byte_exact(alo, s_q)),
           std::max(scale_byte_fast(ahi, s_q), scale_byte_exact(ahi, s_q)), amax_c};
@@ -447,7 +491,7 @@ Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double>
     return env;
   }
   for (size_t b = 0; b < n / 16; ++b) {
-    const BlockScaleRange sr = block_scale_range(&lo[16 * b], &hi[16 * b], &center[16 * b], s_q);
+    const BlockScaleRange sr = block_scale_range(&lo[16 * b], &hi[16 * b], &center[16 * b], s_q, simd);
     const uint8_t blo = sr.lo, bhi = sr.hi;
     env.scale_lo[b] = blo;
     env.scale_hi[b] = bhi;
@@ -522,12 +566,17 @@ Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double>
 }
 
 int64_t nvfp4_admits(std::span<const double> lo, std::span<const double> hi, float s_q,
-                     std::span<const uint8_t> codes, std::span<const uint8_t> scales) {
+                     std::span<const uint8_t> codes, std::span<const uint8_t> scales, bool simd) {
   // The envelope's block scale ranges and code ranges, without the per-element hull over every
   // admissible byte (only the kernel's byte matters here).
   if (nvfp4_indeterminate(lo, hi, s_q)) return kAdmitted;  // nothing can be said about non-finite inputs
+#if defined(__x86_64__)
+  simd = simd && cpu_has_avx2();
+#else
+  simd = false;
+#endif
   for (size_t b = 0; b < lo.size() / 16; ++b) {
-    const BlockScaleRange sr = block_scale_range(&lo[16 * b], &hi[16 * b], nullptr, s_q);
+    const BlockScaleRange sr = block_scale_range(&lo[16 * b], &hi[16 * b], nullptr, s_q, simd);
     const uint8_t kb = scales[b];
     const float sfd = e4m3_to_float(kb);
     const bool zero_scale = sfd == 0.0f;
@@ -538,7 +587,7 @@ int64_t nvfp4_admits(std::span<const double> lo, std::span<const double> hi, flo
     const BlockQuant q(s_q, sfd);
     if (!q.flush) {
       float umin[16], umax[16];
-      unflushed_codes16(&lo[16 * b], &hi[16 * b], q, umin, umax);
+      unflushed_codes16(&lo[16 * b], &hi[16 * b], q, umin, umax, simd);
       for (size_t k = 0; k < 16; ++k) {
         const float v = e2m1_to_float(codes[16 * b + k]);
         if (!(v >= umin[k] && v <= umax[k])) return static_cast<int64_t>(16 * b + k);

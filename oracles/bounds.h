@@ -154,9 +154,10 @@ Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double>
 // envelope's `indeterminate`, without computing the envelope.
 bool nvfp4_indeterminate(std::span<const double> lo, std::span<const double> hi, float s_q);
 // First element (or -1 - block for a scale byte) whose kernel decision lies outside the envelope;
-// kAdmitted when all are admissible. Codes are unpacked (one per element), 0x0 == 0x8.
+// kAdmitted when all are admissible. Codes are unpacked (one per element), 0x0 == 0x8. `simd` false:
+// every block element by element (the reference the tests hold the AVX2 path to).
 inline constexpr int64_t kAdmitted = INT64_MIN;
 int64_t nvfp4_admits(std::span<const double> lo, std::span<const double> hi, float s_q,
-                     std::span<const uint8_t> codes, std::span<const uint8_t> scales);
+                     std::span<const uint8_t> codes, std::span<const uint8_t> scales, bool simd = true);
 
 }  // namespace moefuzz

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -173,6 +174,46 @@ TEST(QuantEnvelope, Avx2EnvelopeEqualsTheElementWiseOne) {
   // Not vacuous: most rows have an envelope, and many of its representative codes are not zero.
   EXPECT_GT(determinate, 2000);
   EXPECT_GT(nonzero, codes / 5);
+}
+
+// nvfp4_admits on the AVX2 path (the block scale range's maxima four lanes at a time, the unflushed
+// code ranges) and element by element: the same verdict, the same first offending element or block,
+// for codes and scale bytes that are admitted (the envelope's representative) and for ones moved off
+// it (a code or a scale byte changed).
+TEST(QuantEnvelope, Avx2AdmissionEqualsTheElementWiseOne) {
+  const Stream s(12, "admission");
+  const float s_qs[] = {512.0f, 448.0f * 6.0f / 3.7f, 0x1p-20f, 1.0f, 0x1p100f, 3.0e38f};
+  int64_t admitted = 0, code_rejected = 0, scale_rejected = 0;
+  for (uint64_t t = 0; t < 3000; ++t) {
+    const float s_q = s_qs[t % 6];
+    const size_t n = 16 * (1 + s.bits(t * 1000) % 4);
+    std::vector<double> lo(n), hi(n), center(n);
+    for (size_t k = 0; k < n; ++k) {
+      const uint64_t i = t * 1000 + 1 + k * 3;
+      const double os = 64.0 / std::ldexp(1.0, static_cast<int>(s.bits(i) % 24) - 12);
+      hostile_interval(s, i, os, /*width_bits=*/30, lo[k], hi[k]);
+      if (t % 4 == 3 && (t / 4 % 2 == 0 || k % 2 == 0)) {  // intervals around zero: amax_lo may be 0
+        const double m = std::fabs(hi[k]) + std::fabs(lo[k]);
+        lo[k] = -m * 0.75;
+        hi[k] = m;
+      }
+      center[k] = lo[k] + (hi[k] - lo[k]) / 2;
+    }
+    const Nvfp4Envelope env = nvfp4_envelope(lo, hi, center, s_q);
+    if (env.indeterminate) continue;
+    std::vector<uint8_t> codes = env.center_codes, scales = env.center_scales;
+    const uint64_t move = s.bits(t * 1000 + 999);
+    if (move % 3 == 1) codes[move / 3 % n] ^= static_cast<uint8_t>(1 + (move >> 32) % 7);
+    if (move % 3 == 2) scales[move / 3 % (n / 16)] += static_cast<uint8_t>((move >> 32) % 2 ? 1 : 0xFF);
+    const int64_t simd = nvfp4_admits(lo, hi, s_q, codes, scales, /*simd=*/true);
+    const int64_t plain = nvfp4_admits(lo, hi, s_q, codes, scales, /*simd=*/false);
+    ASSERT_EQ(simd, plain) << "row " << t;
+    (plain == kAdmitted ? admitted : plain < 0 ? scale_rejected : code_rejected)++;
+  }
+  // Not vacuous: admitted rows and both kinds of rejection occur often.
+  EXPECT_GT(admitted, 500);
+  EXPECT_GT(code_rejected, 100);
+  EXPECT_GT(scale_rejected, 100);
 }
 
 }  // namespace
