@@ -27,7 +27,8 @@ constexpr double kBelow = 1.0 - 8 * 0x1p-53;
 // the shortcuts' tests; returns the first element of the first group that does not (or of the last,
 // incomplete group) and adds the groups' counted elements to `compared`. With w = 0 every counted
 // element skipped is an exact hit, which ties w: the last of them goes to `last_tie` (else it is left
-// alone). The same comparisons as the scalar tests, so the same elements take the full path.
+// alone); with w > 0 an element whose ratio is w exactly ties too (the last of the call's ties goes to
+// `last_tie`). The same comparisons as the scalar tests, so the same elements take the full path.
 __attribute__((target("avx2"))) inline __m256d load4(const double* p) { return _mm256_loadu_pd(p); }
 // A float got widens exactly, as the scalar loop's conversion does.
 __attribute__((target("avx2"))) inline __m256d load4(const float* p) {
@@ -57,10 +58,26 @@ __attribute__((target("avx2"))) size_t skip_inside(const T* got, const double* e
         _mm256_and_pd(_mm256_and_pd(_mm256_cmp_pd(g, e, _CMP_EQ_OQ), _mm256_cmp_pd(b, zero, _CMP_GE_OQ)),
                       _mm256_cmp_pd(_mm256_and_pd(e, abs_mask), inf, _CMP_LT_OQ));
     pass = _mm256_or_pd(pass, exact);
+    // With w > 0, a passing element (finite, |got - expected| <= bound) whose ratio |got - expected| /
+    // bound is w exactly ties: it becomes the worst passing element and w stays. Elements on an end of
+    // a two-value interval all have the same ratio (1 / (1 + 2u) for a bf16 rounding point's two
+    // candidates), so ties are common in a kernel's stages and took the element loop (28% of the
+    // elements of a medium check).
+    __m256d tie = _mm256_setzero_pd();
+    if (!ties) {
+      const __m256d d = _mm256_and_pd(_mm256_sub_pd(g, e), abs_mask);
+      tie = _mm256_and_pd(_mm256_cmp_pd(b, zero, _CMP_GT_OQ), _mm256_cmp_pd(d, b, _CMP_LE_OQ));
+      tie = _mm256_and_pd(tie, _mm256_cmp_pd(_mm256_and_pd(g, abs_mask), inf, _CMP_LT_OQ));
+      tie = _mm256_and_pd(tie, _mm256_cmp_pd(_mm256_and_pd(e, abs_mask), inf, _CMP_LT_OQ));
+      tie = _mm256_and_pd(tie, _mm256_cmp_pd(_mm256_div_pd(d, b), wv, _CMP_EQ_OQ));
+      pass = _mm256_or_pd(pass, tie);
+    }
     if (_mm256_movemask_pd(_mm256_or_pd(uncounted, pass)) != 0xF) break;
     const unsigned skipped = static_cast<unsigned>(_mm256_movemask_pd(uncounted));
     compared += 4 - __builtin_popcount(skipped);
-    if (ties && skipped != 0xF) last_tie = static_cast<int64_t>(i) + 31 - __builtin_clz(~skipped & 0xFu);
+    const unsigned tied =
+        ties ? ~skipped & 0xFu : static_cast<unsigned>(_mm256_movemask_pd(_mm256_andnot_pd(uncounted, tie)));
+    if (tied != 0) last_tie = static_cast<int64_t>(i) + 31 - __builtin_clz(tied);
   }
   return i;
 }
