@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "core/resident_cache_budget.h"
 #include "kernels/registry.h"
 #include "kernels/worker_device.h"
 
@@ -29,6 +30,12 @@ bool runs_on_a_gpu(const std::string& kernel) {
 
 int default_check_jobs(const std::string& kernel) {
   return check_jobs(default_jobs(), runs_on_a_gpu(kernel) ? visible_gpu_count() : 0);
+}
+
+void set_gpu_workers(const std::string& kernel, int jobs) {
+  if (!runs_on_a_gpu(kernel)) return;
+  const int gpus = visible_gpu_count();
+  if (gpus > 0) set_workers_per_gpu((jobs + gpus - 1) / gpus);
 }
 
 std::function<std::unique_ptr<Kernel>(int)> worker_kernel_factory(const std::string& kernel) {

@@ -156,6 +156,7 @@ void add_check_command(CLI::App& app, int& exit_code) {
     o.max_case_bytes = global_options().max_case_bytes;
     o.run.tactic = a.tactic;
     o.jobs = a.jobs > 0 ? a.jobs : default_check_jobs(a.kernel);
+    set_gpu_workers(a.kernel, o.jobs);
     o.oracle_reuse = a.oracle_reuse == "on";
     o.worker_kernel = worker_kernel_factory(a.kernel);
     if (tensor_files) o.adapt_recipe = [t = *tensor_files](CaseRecipe& r) { fit_recipe_to_files(r, t); };

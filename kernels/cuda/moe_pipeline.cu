@@ -133,9 +133,9 @@ const cudaStream_t kStream = cudaStreamPerThread;
 
 // The pool keeps up to a quarter of the device's memory between runs instead of returning it at
 // every synchronization; set once per device. Reserved memory counts what is in use too: the
-// threads' resident expert copies (kernels/cuda/resident_experts.h, up to 1 GiB each, 16 GiB for
-// `check -j 16`) come from this pool, and a threshold below them made every run's buffers a fresh
-// driver allocation (cuMemAllocAsync: 5% of a `-j 16` check's CPU).
+// threads' resident expert copies (kernels/cuda/resident_experts.h; all workers' together at most a
+// quarter of the device, core/resident_cache_budget.h) come from this pool, and a threshold below them made
+// every run's buffers a fresh driver allocation (cuMemAllocAsync: 5% of a `-j 16` check's CPU).
 void keep_pool_memory() {
   static std::mutex mu;
   static std::set<int> done;

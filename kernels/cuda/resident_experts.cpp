@@ -7,6 +7,7 @@
 
 #include "core/content_hasher.h"
 #include "core/expert_fingerprint.h"
+#include "core/resident_cache_budget.h"
 #include "core/swizzle.h"
 #include "kernels/cuda/launch.h"
 
@@ -126,7 +127,7 @@ ResidentExperts& thread_resident_experts() {
   if (!r) {
     size_t free_bytes = 0, total_bytes = 0;
     MOEFUZZ_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-    r = std::make_unique<ResidentExperts>(std::min<size_t>(size_t{1} << 30, total_bytes / 64));
+    r = std::make_unique<ResidentExperts>(resident_cache_bytes(total_bytes));
   }
   return *r;
 }

@@ -95,8 +95,9 @@ class ResidentExperts {
   int64_t hits_ = 0, misses_ = 0;
 };
 
-// The calling thread's copies on its current CUDA device (capacity: 1 GiB or 1/64 of the device's
-// memory, whichever is less).
+// The calling thread's copies on its current CUDA device (capacity: resident_cache_bytes of the
+// device's memory, core/resident_cache_budget.h: 1 GiB or 1/64 of it, whichever is less, with up to 16
+// workers per GPU; less with more).
 ResidentExperts& thread_resident_experts();
 
 }  // namespace moefuzz::cuda

@@ -18,6 +18,7 @@
 
 #include "core/cuda_in_process.h"
 #include "core/errors.h"
+#include "core/resident_cache_budget.h"
 #include "oracles/gpu/dot_math.h"
 #include "oracles/gpu/flip_math.h"
 #include "oracles/gpu/gpu_exact_dots.h"
@@ -170,7 +171,7 @@ struct ThreadState {
     check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
     size_t free_bytes = 0, total_bytes = 0;
     check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
-    resident = std::make_unique<ResidentWeights>(std::min<size_t>(size_t{1} << 30, total_bytes / 64), device);
+    resident = std::make_unique<ResidentWeights>(resident_cache_bytes(total_bytes), device);
   }
   ~ThreadState() {
     resident.reset();
