@@ -7,7 +7,7 @@
 // Example:
 //   std::vector<moefuzz::Interval> v = ...;                                  // one output row
 //   moefuzz::stages::store_row(g2, er.slot, /*col=*/0, v.data(), H);         // == store() per element
-//   moefuzz::stages::finish_activation_row(f, x.data(), up.data(), I, out);  // activation's tail
+//   moefuzz::stages::finish_activation_row(f, x.data(), up.data(), I, lo, hi, center);  // the tail
 #include <cstdint>
 
 #include "oracles/stages/stage_types.h"
