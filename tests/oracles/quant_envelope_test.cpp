@@ -141,20 +141,42 @@ TEST(QuantEnvelope, BlockWideCodeRangesEqualTheElementWiseOnes) {
 // path and element by element: the same bits in every field, on rows of hostile blocks (values on
 // and beside the E2M1 thresholds, zeros of both signs, subnormal and huge values, wide intervals that
 // admit several scale bytes) under scales that do and do not allow a flush.
+// Row t of hostile blocks (1 to 4 blocks of 16 elements), the scale it is quantized under, and each
+// element's stream index (for a test's own draws per element).
+struct HostileRow {
+  float s_q = 0;
+  std::vector<double> lo, hi;
+  std::vector<uint64_t> keys;
+};
+HostileRow hostile_row(const Stream& s, uint64_t t) {
+  const float s_qs[] = {512.0f, 448.0f * 6.0f / 3.7f, 0x1p-20f, 1.0f, 0x1p100f, 3.0e38f};
+  HostileRow row;
+  row.s_q = s_qs[t % 6];
+  const size_t n = 16 * (1 + s.bits(t * 1000) % 4);
+  row.lo.resize(n);
+  row.hi.resize(n);
+  row.keys.resize(n);
+  for (size_t k = 0; k < n; ++k) {
+    const uint64_t i = t * 1000 + 1 + k * 3;
+    const double os = 64.0 / std::ldexp(1.0, static_cast<int>(s.bits(i) % 24) - 12);  // a power of two
+    hostile_interval(s, i, os, /*width_bits=*/30, row.lo[k], row.hi[k]);
+    row.keys[k] = i;
+  }
+  return row;
+}
+
 TEST(QuantEnvelope, Avx2EnvelopeEqualsTheElementWiseOne) {
   const Stream s(11, "envelopes");
-  const float s_qs[] = {512.0f, 448.0f * 6.0f / 3.7f, 0x1p-20f, 1.0f, 0x1p100f, 3.0e38f};
   int64_t determinate = 0, codes = 0, nonzero = 0;
   for (uint64_t t = 0; t < 3000; ++t) {
-    const float s_q = s_qs[t % 6];
-    const size_t n = 16 * (1 + s.bits(t * 1000) % 4);
-    std::vector<double> lo(n), hi(n), center(n);
+    const HostileRow row = hostile_row(s, t);
+    const std::vector<double>&lo = row.lo, &hi = row.hi;
+    const float s_q = row.s_q;
+    const size_t n = lo.size();
+    std::vector<double> center(n);
     for (size_t k = 0; k < n; ++k) {
-      const uint64_t i = t * 1000 + 1 + k * 3;
-      const double os = 64.0 / std::ldexp(1.0, static_cast<int>(s.bits(i) % 24) - 12);  // a power of two
-      hostile_interval(s, i, os, /*width_bits=*/30, lo[k], hi[k]);
       const double x = lo[k] + (hi[k] - lo[k]) / 2;
-      const uint64_t where = s.bits(i + 2) >> 40;
+      const uint64_t where = s.bits(row.keys[k] + 2) >> 40;
       center[k] = where % 3 == 0 ? lo[k] : where % 3 == 1 ? hi[k] : x;
     }
     const Nvfp4Envelope simd = nvfp4_envelope(lo, hi, center, s_q, /*simd=*/true);
@@ -182,16 +204,14 @@ TEST(QuantEnvelope, Avx2EnvelopeEqualsTheElementWiseOne) {
 // it (a code or a scale byte changed).
 TEST(QuantEnvelope, Avx2AdmissionEqualsTheElementWiseOne) {
   const Stream s(12, "admission");
-  const float s_qs[] = {512.0f, 448.0f * 6.0f / 3.7f, 0x1p-20f, 1.0f, 0x1p100f, 3.0e38f};
   int64_t admitted = 0, code_rejected = 0, scale_rejected = 0;
   for (uint64_t t = 0; t < 3000; ++t) {
-    const float s_q = s_qs[t % 6];
-    const size_t n = 16 * (1 + s.bits(t * 1000) % 4);
-    std::vector<double> lo(n), hi(n), center(n);
+    HostileRow row = hostile_row(s, t);
+    std::vector<double>&lo = row.lo, &hi = row.hi;
+    const float s_q = row.s_q;
+    const size_t n = lo.size();
+    std::vector<double> center(n);
     for (size_t k = 0; k < n; ++k) {
-      const uint64_t i = t * 1000 + 1 + k * 3;
-      const double os = 64.0 / std::ldexp(1.0, static_cast<int>(s.bits(i) % 24) - 12);
-      hostile_interval(s, i, os, /*width_bits=*/30, lo[k], hi[k]);
       if (t % 4 == 3 && (t / 4 % 2 == 0 || k % 2 == 0)) {  // intervals around zero: amax_lo may be 0
         const double m = std::fabs(hi[k]) + std::fabs(lo[k]);
         lo[k] = -m * 0.75;
