@@ -47,12 +47,12 @@ __attribute__((target("avx2"))) size_t skip_inside(const T* got, const double* e
     const __m256d g = load4(got + i), e = _mm256_loadu_pd(expected + i), b = _mm256_loadu_pd(bound + i);
     const __m256d uncounted = _mm256_or_pd(_mm256_cmp_pd(e, e, _CMP_UNORD_Q),
                                            _mm256_cmp_pd(_mm256_and_pd(b, abs_mask), inf, _CMP_EQ_OQ));
+    const __m256d d = _mm256_and_pd(_mm256_sub_pd(g, e), abs_mask);  // |got - expected|
+    const __m256d finite = _mm256_and_pd(_mm256_cmp_pd(_mm256_and_pd(g, abs_mask), inf, _CMP_LT_OQ),
+                                         _mm256_cmp_pd(_mm256_and_pd(e, abs_mask), inf, _CMP_LT_OQ));
     const __m256d inside = _mm256_mul_pd(_mm256_mul_pd(wv, b), below);
-    __m256d pass = _mm256_cmp_pd(inside, min_normal, _CMP_GE_OQ);
-    pass = _mm256_and_pd(pass, _mm256_cmp_pd(_mm256_and_pd(g, abs_mask), inf, _CMP_LT_OQ));
-    pass = _mm256_and_pd(pass, _mm256_cmp_pd(_mm256_and_pd(e, abs_mask), inf, _CMP_LT_OQ));
-    pass =
-        _mm256_and_pd(pass, _mm256_cmp_pd(_mm256_and_pd(_mm256_sub_pd(g, e), abs_mask), inside, _CMP_LE_OQ));
+    __m256d pass = _mm256_and_pd(_mm256_cmp_pd(inside, min_normal, _CMP_GE_OQ), finite);
+    pass = _mm256_and_pd(pass, _mm256_cmp_pd(d, inside, _CMP_LE_OQ));
     // Exact hits: got == expected, finite, bound >= 0 (not NaN).
     const __m256d exact =
         _mm256_and_pd(_mm256_and_pd(_mm256_cmp_pd(g, e, _CMP_EQ_OQ), _mm256_cmp_pd(b, zero, _CMP_GE_OQ)),
@@ -65,11 +65,8 @@ __attribute__((target("avx2"))) size_t skip_inside(const T* got, const double* e
     // elements of a medium check).
     __m256d tie = _mm256_setzero_pd();
     if (!ties) {
-      const __m256d d = _mm256_and_pd(_mm256_sub_pd(g, e), abs_mask);
       tie = _mm256_and_pd(_mm256_cmp_pd(b, zero, _CMP_GT_OQ), _mm256_cmp_pd(d, b, _CMP_LE_OQ));
-      tie = _mm256_and_pd(tie, _mm256_cmp_pd(_mm256_and_pd(g, abs_mask), inf, _CMP_LT_OQ));
-      tie = _mm256_and_pd(tie, _mm256_cmp_pd(_mm256_and_pd(e, abs_mask), inf, _CMP_LT_OQ));
-      tie = _mm256_and_pd(tie, _mm256_cmp_pd(_mm256_div_pd(d, b), wv, _CMP_EQ_OQ));
+      tie = _mm256_and_pd(_mm256_and_pd(tie, finite), _mm256_cmp_pd(_mm256_div_pd(d, b), wv, _CMP_EQ_OQ));
       pass = _mm256_or_pd(pass, tie);
     }
     if (_mm256_movemask_pd(_mm256_or_pd(uncounted, pass)) != 0xF) break;

@@ -397,6 +397,16 @@ double Nvfp4Envelope::radius(size_t i, double center) const {
 
 namespace {
 
+// Whether a loop with a `simd` switch takes its AVX2 path on this CPU.
+bool avx2_path(bool simd) {
+#if defined(__x86_64__)
+  return simd && cpu_has_avx2();
+#else
+  (void)simd;
+  return false;
+#endif
+}
+
 // The admissible E4M3 byte range of one block of 16 elements (every variant, SPEC.md §1.5): from the
 // smallest and largest amax any input inside the intervals gives. `amax_c` is the center's amax.
 struct BlockScaleRange {
@@ -455,10 +465,9 @@ BlockScaleRange block_scale_range(const double* lo, const double* hi, const doub
   (void)simd;
   const BlockAmax a = block_amax_scalar(lo, hi, center);
 #endif
-  const double amax_lo = a.lo, amax_hi = a.hi, amax_c = a.c;
-  const float alo = float_down(amax_lo), ahi = float_up(amax_hi);
+  const float alo = float_down(a.lo), ahi = float_up(a.hi);
   return {std::min(scale_byte_fast(alo, s_q), scale_byte_exact(alo, s_q)),
-          std::max(scale_byte_fast(ahi, s_q), scale_byte_exact(ahi, s_q)), amax_c};
+          std::max(scale_byte_fast(ahi, s_q), scale_byte_exact(ahi, s_q)), a.c};
 }
 
 }  // namespace
@@ -473,11 +482,7 @@ bool nvfp4_indeterminate(std::span<const double> lo, std::span<const double> hi,
 
 Nvfp4Envelope nvfp4_envelope(std::span<const double> lo, std::span<const double> hi,
                              std::span<const double> center, float s_q, bool simd) {
-#if defined(__x86_64__)
-  simd = simd && cpu_has_avx2();
-#else
-  simd = false;
-#endif
+  simd = avx2_path(simd);
   const size_t n = lo.size();
   Nvfp4Envelope env;
   env.center_codes.assign(n, 0);
@@ -570,11 +575,7 @@ int64_t nvfp4_admits(std::span<const double> lo, std::span<const double> hi, flo
   // The envelope's block scale ranges and code ranges, without the per-element hull over every
   // admissible byte (only the kernel's byte matters here).
   if (nvfp4_indeterminate(lo, hi, s_q)) return kAdmitted;  // nothing can be said about non-finite inputs
-#if defined(__x86_64__)
-  simd = simd && cpu_has_avx2();
-#else
-  simd = false;
-#endif
+  simd = avx2_path(simd);
   for (size_t b = 0; b < lo.size() / 16; ++b) {
     const BlockScaleRange sr = block_scale_range(&lo[16 * b], &hi[16 * b], nullptr, s_q, simd);
     const uint8_t kb = scales[b];

@@ -1,6 +1,5 @@
 #include "oracles/stages/activation.h"
 
-#include <algorithm>
 #include <cmath>
 #include <vector>
 
