@@ -16,4 +16,15 @@ int visible_gpu_count();
 // ordinal, or -1 when there is no GPU (nothing is bound). Throws std::runtime_error when CUDA refuses.
 int bind_worker_gpu(int worker);
 
+// How a host thread waits for its GPU (a stream synchronization, a copy to pageable memory).
+enum class GpuWait {
+  kSpin,   // polls without giving up its core: the CUDA default while a process has no more contexts
+           // than cores, the shortest wait when every waiting thread has a core of its own
+  kYield,  // polls but yields its core between polls: when there are more waiting threads than cores,
+           // a spinning worker would take the core another worker has work for
+};
+// Sets how every thread of this process waits for each visible GPU (their primary contexts' flags);
+// before the workers start. Without CUDA (or a GPU) a no-op. Throws std::runtime_error when CUDA refuses.
+void set_gpu_wait(GpuWait wait);
+
 }  // namespace moefuzz

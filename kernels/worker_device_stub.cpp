@@ -5,5 +5,6 @@ namespace moefuzz {
 #ifndef MOEFUZZ_WITH_CUDA
 int visible_gpu_count() { return 0; }
 int bind_worker_gpu(int) { return -1; }
+void set_gpu_wait(GpuWait) {}
 #endif
 }  // namespace moefuzz

@@ -35,7 +35,9 @@ int default_check_jobs(const std::string& kernel) {
 void set_gpu_workers(const std::string& kernel, int jobs) {
   if (!runs_on_a_gpu(kernel)) return;
   const int gpus = visible_gpu_count();
-  if (gpus > 0) set_workers_per_gpu((jobs + gpus - 1) / gpus);
+  if (gpus <= 0) return;
+  set_workers_per_gpu((jobs + gpus - 1) / gpus);
+  set_gpu_wait(gpu_wait_for(jobs, default_jobs()));
 }
 
 std::function<std::unique_ptr<Kernel>(int)> worker_kernel_factory(const std::string& kernel) {

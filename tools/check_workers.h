@@ -12,6 +12,7 @@
 #include <string>
 
 #include "kernels/kernel.h"
+#include "kernels/worker_device.h"
 
 namespace moefuzz::cli {
 
@@ -21,7 +22,8 @@ int default_jobs();
 // registry's CUDA kind, default_jobs() for the others.
 int default_check_jobs(const std::string& kernel);
 // Before a check's `jobs` workers start: for a kernel of the registry's CUDA kind, tells the resident
-// caches how many workers share each visible GPU (set_workers_per_gpu); nothing for other kernels.
+// caches how many workers share each visible GPU (set_workers_per_gpu) and sets how the workers wait
+// for their GPUs (set_gpu_wait(gpu_wait_for(jobs, default_jobs()))); nothing for other kernels.
 void set_gpu_workers(const std::string& kernel, int jobs);
 // Workers for `cores` cores and `gpus` GPUs a GPU kernel runs on (0: a CPU kernel, or no GPU): one per
 // core, and for a GPU kernel twice as many, the extra ones at most up to kMaxWorkersPerGpu per GPU. A
@@ -33,6 +35,13 @@ void set_gpu_workers(const std::string& kernel, int jobs);
 inline constexpr int kMaxWorkersPerGpu = 32;
 constexpr int check_jobs(int cores, int gpus) {
   return gpus <= 0 ? cores : std::max(cores, std::min(2 * cores, kMaxWorkersPerGpu * gpus));
+}
+// How `jobs` workers on `cores` cores wait for their GPU: yielding their cores when there are more
+// workers than cores (check_jobs' default for a GPU kernel), else spinning. Measured on a 16-core H100
+// host at `-j 32` (docs/perf.md): yielding checked 1.06x the all-invariant cases of spinning; blocking
+// (sleeping until the GPU signals) 0.71x, its wake-ups being slower than a run's short waits.
+constexpr GpuWait gpu_wait_for(int jobs, int cores) {
+  return jobs > cores ? GpuWait::kYield : GpuWait::kSpin;
 }
 // make_kernel(kernel) for each worker, on the worker's own thread: a plugin or Python kernel gets its
 // own worker process per worker. For a kernel of the registry's CUDA kind the thread is first bound

@@ -12,6 +12,7 @@
 
 #include "core/errors.h"
 #include "core/fp8_group_quant.h"
+#include "kernels/cuda/host_transfers.h"
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda/resident_experts.h"
 
@@ -342,16 +343,22 @@ struct MoePipeline::Impl {
     return out;
   }
 
+  // The LINEAR scales (kb a row) of permuted rows `rows` out of a whole 128x4-swizzled scale buffer
+  // `sf` of max_rows() rows; a row outside [0, max_rows()) (a faulty permutation) reads 0xFF.
+  std::vector<uint8_t> linear_scales(const uint8_t* sf, int64_t kb, const std::vector<int64_t>& rows) const {
+    std::vector<uint8_t> scales(rows.size() * static_cast<size_t>(kb), 0xFF);
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (rows[i] >= 0 && rows[i] < cfg.max_rows())
+        for (int64_t k = 0; k < kb; ++k) scales[i * kb + k] = sf[sf_offset_128x4(rows[i], k, kb)];
+    return scales;
+  }
+
   void quant_rows(const uint8_t* packed_buf, const uint8_t* sf_buf, int64_t cols,
                   const std::vector<int64_t>& rows, std::vector<uint8_t>& packed,
                   std::vector<uint8_t>& scales) const {
     packed = rows_of(packed_buf, cols / 2, rows);
     const int64_t kb = cols / 16;
-    const std::vector<uint8_t> sf = download(sf_buf, sf_bytes_128x4(cfg.max_rows(), kb));
-    scales.resize(rows.size() * static_cast<size_t>(kb));
-    for (size_t i = 0; i < rows.size(); ++i)
-      for (int64_t k = 0; k < kb; ++k)
-        scales[i * kb + k] = sf[static_cast<size_t>(sf_offset_128x4(rows[i], k, kb))];
+    scales = linear_scales(download(sf_buf, sf_bytes_128x4(cfg.max_rows(), kb)).data(), kb, rows);
   }
 
   Fp8GroupQuantized fp8_rows(const uint8_t* codes, const float* scales, int64_t cols,
@@ -428,13 +435,18 @@ void MoePipeline::upload_case(const Case& c) {
     need(static_cast<int64_t>(c.hash_table.size()) == cfg.vocab * cfg.top_k, "hash_table");
     for (int32_t id : c.token_ids) need(id >= 0 && id < cfg.vocab, "token_ids");
     for (int32_t e : c.hash_table) need(e >= 0 && e < E, "hash_table");
-    upload(m.token_ids, c.token_ids);
-    upload(m.hash_table, c.hash_table);
   }
-  upload(m.hidden, c.hidden);
-  upload(m.logits, c.logits);
-  if (cfg.has_bias) upload(m.bias, c.bias);
+  // The activations, logits and per-expert scalars go in one batch through pinned memory.
+  DeviceWrites writes;
+  if (cfg.mode == static_cast<int>(RoutingMode::kHash)) {
+    writes.add(m.token_ids, c.token_ids);
+    writes.add(m.hash_table, c.hash_table);
+  }
+  writes.add(m.hidden, c.hidden);
+  writes.add(m.logits, c.logits);
+  if (cfg.has_bias) writes.add(m.bias, c.bias);
   if (cfg.fp8) {
+    writes.flush(kStream);
     m.upload_fp8_weights(c);
     return;
   }
@@ -499,10 +511,11 @@ void MoePipeline::upload_case(const Case& c) {
     alpha2[e] = a2d * ew.down.global_dequant;
   }
   launch_copy_segments(pending, kStream);
-  upload(m.a1q, a1q);
-  upload(m.a2q, a2q);
-  upload(m.alpha1, alpha1);
-  upload(m.alpha2, alpha2);
+  writes.add(m.a1q, a1q);
+  writes.add(m.a2q, a2q);
+  writes.add(m.alpha1, alpha1);
+  writes.add(m.alpha2, alpha2);
+  writes.flush(kStream);
 }
 
 void MoePipeline::fill_random_device(uint64_t seed) {
@@ -620,6 +633,113 @@ std::vector<uint16_t> MoePipeline::download_act_rows(const std::vector<int64_t>&
 }
 std::vector<uint16_t> MoePipeline::download_gemm2_rows(const std::vector<int64_t>& rows) const {
   return impl_->rows_of(impl_->b.y, impl_->cfg.hidden, rows);
+}
+
+MoePipeline::RunReadout MoePipeline::read_run() const {
+  const Impl& m = *impl_;
+  const PipelineConfig& c = m.cfg;
+  const int64_t out_n = c.tokens * c.hidden, slots = c.tokens * c.all_slots();
+  DeviceReads reads;
+  const auto out = reads.add(m.b.out, out_n * sizeof(uint16_t));
+  const auto ids = reads.add(m.b.ids, slots * sizeof(int32_t));
+  const auto weights = reads.add(m.b.weights, slots * sizeof(float));
+  const auto pair_row = reads.add(m.b.pair_row, c.pairs() * sizeof(int64_t));
+  const auto rows = reads.add(m.b.expert_offset + c.total_experts(), sizeof(int32_t));
+  reads.fetch(kStream);
+  RunReadout r;
+  r.output = reads.vector<uint16_t>(out, out_n);
+  r.ids = reads.vector<int32_t>(ids, slots);
+  r.weights = reads.vector<float>(weights, slots);
+  r.pair_row = reads.vector<int64_t>(pair_row, c.pairs());
+  r.rows = reads.vector<int32_t>(rows, 1)[0];
+  return r;
+}
+
+MoePipeline::StageReadout MoePipeline::read_stages(const std::vector<int64_t>& rows,
+                                                   const std::vector<int64_t>& shared_rows, bool values,
+                                                   int64_t in_use) const {
+  const Impl& m = *impl_;
+  const PipelineConfig& c = m.cfg;
+  const int64_t n = static_cast<int64_t>(rows.size()),
+                ns = values ? static_cast<int64_t>(shared_rows.size()) : 0;
+  const int64_t H = c.hidden, I = c.inter, limit = std::min(in_use, c.max_rows());
+  // Each stage's rows are gathered on the device (kernels/cuda/gather_rows.cu) into one scratch
+  // buffer after the row indices, then everything comes back in one batch.
+  struct Piece {
+    const void* src;
+    int64_t row_bytes;
+    bool shared;
+  };
+  std::vector<Piece> pieces;
+  if (c.fp8) {
+    pieces.push_back({m.b.a1_fp8, H, false});
+    pieces.push_back({m.b.a1_fp8_scale, H / kFp8ActivationGroup * 4, false});
+    pieces.push_back({m.b.a2_fp8, I, false});
+    pieces.push_back({m.b.a2_fp8_scale, I / kFp8ActivationGroup * 4, false});
+  } else {
+    pieces.push_back({m.b.a1_packed, H / 2, false});
+    pieces.push_back({m.b.a2_packed, I / 2, false});
+  }
+  if (values) {
+    pieces.push_back({m.b.g1, 2 * I * 2, false});
+    pieces.push_back({m.b.act, I * 2, false});
+    pieces.push_back({m.b.y, H * 2, false});
+    if (ns > 0) pieces.push_back({m.b.y, H * 2, true});
+  }
+  const auto aligned = [](int64_t bytes) { return (bytes + 255) / 256 * 256; };
+  int64_t scratch_bytes = aligned((n + ns) * 8);
+  for (const Piece& p : pieces) scratch_bytes += aligned((p.shared ? ns : n) * p.row_bytes);
+  uint8_t* scratch = nullptr;
+  MOEFUZZ_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&scratch), scratch_bytes, kStream));
+  auto* d_rows = reinterpret_cast<int64_t*>(scratch);
+  DeviceWrites writes;
+  writes.add(d_rows, rows);
+  writes.add(d_rows + n, shared_rows.data(), static_cast<size_t>(ns) * 8);
+  writes.flush(kStream);
+  DeviceReads reads;
+  std::vector<DeviceReads::Handle> handles;
+  int64_t offset = aligned((n + ns) * 8);
+  for (const Piece& p : pieces) {
+    const int64_t count = p.shared ? ns : n;
+    launch_gather_rows(static_cast<const uint8_t*>(p.src), p.row_bytes, d_rows + (p.shared ? n : 0), count,
+                       limit, scratch + offset, kStream);
+    handles.push_back(reads.add(scratch + offset, static_cast<size_t>(count * p.row_bytes)));
+    offset += aligned(count * p.row_bytes);
+  }
+  DeviceReads::Handle sf1 = 0, sf2 = 0;
+  if (!c.fp8) {
+    sf1 = reads.add(m.b.a1_sf, sf_bytes_128x4(c.max_rows(), H / 16));
+    sf2 = reads.add(m.b.a2_sf, sf_bytes_128x4(c.max_rows(), I / 16));
+  }
+  reads.fetch(kStream);
+  MOEFUZZ_CUDA_CHECK(cudaFreeAsync(scratch, kStream));
+
+  StageReadout r;
+  size_t next = 0;
+  const auto bytes_of = [&](int64_t count) { return reads.vector<uint8_t>(handles[next++], count); };
+  const auto bf16_of = [&](int64_t count) { return reads.vector<uint16_t>(handles[next++], count); };
+  if (c.fp8) {
+    for (Fp8GroupQuantized* q : {&r.fc1_fp8, &r.fc2_fp8}) {
+      const int64_t cols = q == &r.fc1_fp8 ? H : I;
+      q->rows = n;
+      q->cols = cols;
+      q->group = kFp8ActivationGroup;
+      q->codes = bytes_of(n * cols);
+      q->scales = reads.vector<float>(handles[next++], n * (cols / kFp8ActivationGroup));
+    }
+  } else {
+    r.fc1_packed = bytes_of(n * H / 2);
+    r.fc2_packed = bytes_of(n * I / 2);
+    r.fc1_scales = m.linear_scales(reads.data(sf1), H / 16, rows);
+    r.fc2_scales = m.linear_scales(reads.data(sf2), I / 16, rows);
+  }
+  if (values) {
+    r.gemm1 = bf16_of(n * 2 * I);
+    r.act = bf16_of(n * I);
+    r.gemm2 = bf16_of(n * H);
+    if (ns > 0) r.shared = bf16_of(ns * H);
+  }
+  return r;
 }
 
 int64_t MoePipeline::gemm_min_bytes() const {

@@ -150,6 +150,27 @@ class MoePipeline {
       const std::vector<int64_t>& rows) const;  // bf16 [n, 2I] KERNEL order
   std::vector<uint16_t> download_act_rows(const std::vector<int64_t>& rows) const;    // bf16 [n, I]
   std::vector<uint16_t> download_gemm2_rows(const std::vector<int64_t>& rows) const;  // bf16 [n, H]
+  // Batched reads, one round trip each (kernels/cuda/host_transfers.h): what pipeline_result reads.
+  // Every token's output, routing and pair-to-row map, and the permuted rows in use.
+  struct RunReadout {
+    std::vector<uint16_t> output;   // bf16 [T, H]
+    std::vector<int32_t> ids;       // [T, all_slots]
+    std::vector<float> weights;     // [T, all_slots]
+    std::vector<int64_t> pair_row;  // [pairs]
+    int64_t rows = 0;               // permuted rows in use
+  };
+  RunReadout read_run() const;
+  // The exposed stages of permuted rows `rows`, in their order: the FC1/FC2 codes (NVFP4 packed codes
+  // and LINEAR scales, or FP8 codes and group scales) and, when `values`, GEMM1 (KERNEL order), the
+  // activation and GEMM2, and GEMM2 of `shared_rows` (the separate shared expert's rows). `in_use`:
+  // the permuted rows in use (RunReadout::rows); a row index outside them reads 0xFF bytes.
+  struct StageReadout {
+    std::vector<uint8_t> fc1_packed, fc1_scales, fc2_packed, fc2_scales;  // NVFP4 pipelines
+    Fp8GroupQuantized fc1_fp8, fc2_fp8;                                   // FP8 pipelines
+    std::vector<uint16_t> gemm1, act, gemm2, shared;                      // bf16, when `values`
+  };
+  StageReadout read_stages(const std::vector<int64_t>& rows, const std::vector<int64_t>& shared_rows,
+                           bool values, int64_t in_use) const;
   // Bytes GEMM1 + GEMM2 must move at least: weights (codes + scales) of experts with >= 1 row,
   // activations read once, outputs written once.
   int64_t gemm_min_bytes() const;

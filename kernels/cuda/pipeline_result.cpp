@@ -23,65 +23,53 @@ LayerResult pipeline_result(const MoePipeline& p, const std::vector<int64_t>& to
   const int64_t S = cfg.all_slots(), R = cfg.routed_slots();
   LayerResult out;
 
-  const std::vector<uint16_t> y = p.download_output();
+  const MoePipeline::RunReadout run = p.read_run();
   out.output.resize(static_cast<size_t>(n * H));
   for (int64_t i = 0; i < n; ++i)
-    for (int64_t h = 0; h < H; ++h) out.output[i * H + h] = bf16_to_float(y[tokens[i] * H + h]);
-
-  std::vector<int32_t> ids;
-  std::vector<float> w;
-  p.download_routing(ids, w);
+    for (int64_t h = 0; h < H; ++h) out.output[i * H + h] = bf16_to_float(run.output[tokens[i] * H + h]);
   out.routing.tokens = n;
   out.routing.slots = R;
   out.routing.ids.resize(static_cast<size_t>(n * R));
   out.routing.weights.resize(static_cast<size_t>(n * R));
   for (int64_t i = 0; i < n; ++i)
     for (int64_t s = 0; s < R; ++s) {
-      out.routing.ids[i * R + s] = ids[tokens[i] * S + s];
-      out.routing.weights[i * R + s] = w[tokens[i] * S + s];
+      out.routing.ids[i * R + s] = run.ids[tokens[i] * S + s];
+      out.routing.weights[i * R + s] = run.weights[tokens[i] * S + s];
     }
   if (exposure == Exposure::kNone) return out;
 
-  // Permuted rows of the routed pairs, in the result's (token, slot) order.
-  const Permutation perm = p.download_permutation();
-  std::vector<int64_t> rows(static_cast<size_t>(n * R));
+  // Permuted rows of the routed pairs, in the result's (token, slot) order, and of the separate
+  // shared expert's pairs.
+  std::vector<int64_t> rows(static_cast<size_t>(n * R)), shared_rows;
   for (int64_t i = 0; i < n; ++i)
-    for (int64_t s = 0; s < R; ++s) rows[i * R + s] = perm.pair_row[tokens[i] * S + s];
-
-  auto quantized = [&](bool fc1) {
-    QuantizedRows q;
-    q.rows = n * R;
-    q.cols = fc1 ? H : I;
-    if (fc1)
-      p.download_fc1_rows(rows, q.packed, q.scales);
-    else
-      p.download_fc2_rows(rows, q.packed, q.scales);
-    return q;
-  };
-  if (cfg.fp8) {  // E4M3 codes and fp32 group scales, as the CPU kernel's FP8 path exposes them
-    out.fc1_fp8 = p.download_fc1_fp8_rows(rows);
-    out.fc2_fp8 = p.download_fc2_fp8_rows(rows);
-  } else {
-    out.fc1_input = quantized(true);
-    out.fc2_input = quantized(false);
+    for (int64_t s = 0; s < R; ++s) rows[i * R + s] = run.pair_row[tokens[i] * S + s];
+  const bool values = exposure == Exposure::kAll;
+  if (values && cfg.separate_shared > 0) {
+    shared_rows.resize(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) shared_rows[i] = run.pair_row[tokens[i] * S + R];
   }
-  if (exposure == Exposure::kDecisions) return out;
+  MoePipeline::StageReadout st = p.read_stages(rows, shared_rows, values, run.rows);
+  if (cfg.fp8) {  // E4M3 codes and fp32 group scales, as the CPU kernel's FP8 path exposes them
+    out.fc1_fp8 = std::move(st.fc1_fp8);
+    out.fc2_fp8 = std::move(st.fc2_fp8);
+  } else {
+    out.fc1_input = {
+        .rows = n * R, .cols = H, .packed = std::move(st.fc1_packed), .scales = std::move(st.fc1_scales)};
+    out.fc2_input = {
+        .rows = n * R, .cols = I, .packed = std::move(st.fc2_packed), .scales = std::move(st.fc2_scales)};
+  }
+  if (!values) return out;
   // GEMM1 in semantic [gate | up] order whatever the kernel's w13 order.
-  const std::vector<uint16_t> g1 = p.download_gemm1_rows(rows);
-  std::vector<float> gemm1(g1.size());
+  std::vector<float> gemm1(st.gemm1.size());
   for (int64_t r = 0; r < n * R; ++r)
     for (int64_t c = 0; c < 2 * I; ++c) {
       const int64_t semantic = cfg.up_first ? (c < I ? c + I : c - I) : c;
-      gemm1[r * 2 * I + semantic] = bf16_to_float(g1[r * 2 * I + c]);
+      gemm1[r * 2 * I + semantic] = bf16_to_float(st.gemm1[r * 2 * I + c]);
     }
   out.gemm1 = std::move(gemm1);
-  out.activation = widen(p.download_act_rows(rows));
-  out.gemm2 = widen(p.download_gemm2_rows(rows));
-  if (cfg.separate_shared > 0) {
-    std::vector<int64_t> shared_rows(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) shared_rows[i] = perm.pair_row[tokens[i] * S + R];
-    out.shared_output = widen(p.download_gemm2_rows(shared_rows));
-  }
+  out.activation = widen(st.act);
+  out.gemm2 = widen(st.gemm2);
+  if (cfg.separate_shared > 0) out.shared_output = widen(st.shared);
   return out;
 }
 

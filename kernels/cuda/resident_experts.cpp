@@ -14,6 +14,11 @@
 namespace moefuzz::cuda {
 namespace {
 
+// The staging ring: a medium-shape expert is at most ~0.9 MB, so a case's 64 new experts wait ~4 times; 32
+// workers hold 512 MiB of pinned host memory.
+constexpr size_t kStagingRingBytes = size_t{16} << 20;
+constexpr size_t kStagingAlign = 256;
+
 // The expert's content (core/expert_fingerprint.h) in this layout.
 Hash128 layout_key(const Hash128& content, const ExpertLayout& l) {
   ContentHasher h;
@@ -53,15 +58,24 @@ ResidentExperts::~ResidentExperts() {
   if (staging_ != nullptr) (void)cudaFreeHost(staging_);
 }
 
-void* ResidentExperts::staging(size_t bytes) {
-  if (bytes > staging_bytes_) {
+uint8_t* ResidentExperts::staging(size_t bytes, cudaStream_t stream) {
+  const size_t need = (bytes + kStagingAlign - 1) / kStagingAlign * kStagingAlign;
+  if (staging_used_ > 0 && (staging_used_ + need > staging_bytes_ || stream != staging_stream_)) {
+    MOEFUZZ_CUDA_CHECK(cudaStreamSynchronize(staging_stream_));  // the copies out of the ring are done
+    staging_used_ = 0;
+  }
+  if (need > staging_bytes_) {
     if (staging_ != nullptr) MOEFUZZ_CUDA_CHECK(cudaFreeHost(staging_));
     staging_ = nullptr;
     staging_bytes_ = 0;
-    MOEFUZZ_CUDA_CHECK(cudaMallocHost(&staging_, bytes));
-    staging_bytes_ = bytes;
+    const size_t grown = std::max(need, kStagingRingBytes);
+    MOEFUZZ_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&staging_), grown));
+    staging_bytes_ = grown;
   }
-  return staging_;
+  uint8_t* p = staging_ + staging_used_;
+  staging_used_ += need;
+  staging_stream_ = stream;
+  return p;
 }
 
 void ResidentExperts::evict_oldest(cudaStream_t stream) {
@@ -108,9 +122,7 @@ const uint8_t* ResidentExperts::upload(const Key& key, const ExpertWeights& ew, 
     if (lru_.empty()) return nullptr;
     evict_oldest(stream);
   }
-  // The staging buffer may still feed the previous upload: wait for it before writing.
-  MOEFUZZ_CUDA_CHECK(cudaStreamSynchronize(stream));
-  auto* host = static_cast<uint8_t*>(staging(bytes));
+  uint8_t* host = staging(bytes, stream);
   write_expert_layout(ew, l, host);
   MOEFUZZ_CUDA_CHECK(cudaMemcpyAsync(device, host, bytes, cudaMemcpyHostToDevice, stream));
   lru_.push_front({key, device, bytes});

@@ -85,13 +85,18 @@ class ResidentExperts {
     size_t bytes = 0;
   };
   void evict_oldest(cudaStream_t stream);
-  void* staging(size_t bytes);
+  // `bytes` of the pinned staging ring for a copy enqueued on `stream` next.
+  uint8_t* staging(size_t bytes, cudaStream_t stream);
 
   size_t capacity_, held_ = 0;
   std::list<Copy> lru_;  // most recently used first
   std::unordered_map<Key, std::list<Copy>::iterator, KeyHash> index_;
-  void* staging_ = nullptr;  // pinned host memory for uploads
-  size_t staging_bytes_ = 0;
+  // Pinned host memory for uploads, used as a ring: a case's new experts are staged one after another
+  // and their copies overlap; only a wrap waits, for the copies out of the ring to finish (a wait
+  // per expert was ~64 synchronizations per case at M).
+  uint8_t* staging_ = nullptr;
+  size_t staging_bytes_ = 0, staging_used_ = 0;
+  cudaStream_t staging_stream_ = nullptr;  // the stream of the copies out of the ring
   int64_t hits_ = 0, misses_ = 0;
 };
 

@@ -125,6 +125,35 @@ TEST(CudaResidentExperts, EvictionKeepsEveryCopysContent) {
   EXPECT_EQ(tiny.find_or_upload(c.experts, 0, l, cudaStreamPerThread), nullptr);
 }
 
+// A case's new experts are staged one after another in a pinned ring whose copies overlap: more
+// experts than the ring holds (16 MiB; ~0.9 MB each here) are uploaded without a wait between them,
+// and every copy still holds its own expert's bytes once the stream is done.
+TEST(CudaResidentExperts, StagingRingKeepsEveryUploadsBytes) {
+  MOEFUZZ_REQUIRE_GPU();
+  CaseRecipe big = recipe();
+  big.shape = {.tokens = 4, .hidden = 1024, .inter = 512, .experts = 24, .top_k = 2};
+  const Case c = materialize(big);
+  const cuda::PipelineConfig cfg = cuda::config_for(c.recipe, cuda_kernel_profile(), 0);
+  const cuda::ExpertLayout l{.hidden = cfg.hidden,
+                             .inter = cfg.inter,
+                             .up_first = cfg.up_first,
+                             .w13_sf = swizzled_128x4_size(2 * cfg.inter, cfg.hidden / 16),
+                             .w2_sf = swizzled_128x4_size(cfg.hidden, cfg.inter / 16)};
+  ASSERT_GT(static_cast<int64_t>(c.experts.size()) * l.bytes(), int64_t{16} << 20) << "the ring must wrap";
+  cuda::ResidentExperts r(size_t{1} << 30);
+  std::vector<const uint8_t*> copies;
+  for (size_t e = 0; e < c.experts.size(); ++e)
+    copies.push_back(r.find_or_upload(c.experts, e, l, cudaStreamPerThread));
+  ASSERT_EQ(cudaStreamSynchronize(cudaStreamPerThread), cudaSuccess);
+  std::vector<uint8_t> want(static_cast<size_t>(l.bytes())), got(want.size());
+  for (size_t e = 0; e < c.experts.size(); ++e) {
+    ASSERT_NE(copies[e], nullptr);
+    ASSERT_EQ(cudaMemcpy(got.data(), copies[e], got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    cuda::write_expert_layout(c.experts[e], l, want.data());
+    EXPECT_EQ(got, want) << "expert " << e;
+  }
+}
+
 // The batched device-to-device copy that assembles a run's weights from resident copies: every byte
 // of every segment lands, wide (16-byte) and narrow (odd offsets and lengths) segments alike, and
 // nothing outside them is written.
