@@ -27,11 +27,12 @@ int default_check_jobs(const std::string& kernel);
 void set_gpu_workers(const std::string& kernel, int jobs);
 // Workers for `cores` cores and `gpus` GPUs a GPU kernel runs on (0: a CPU kernel, or no GPU): one per
 // core, and for a GPU kernel twice as many, the extra ones at most up to kMaxWorkersPerGpu per GPU. A
-// GPU kernel's worker waits on its GPU for much of a run (a dozen or more synchronizations: the run and
-// each download) while the GPU stays mostly idle (~34% of its SMs busy at `-j 16`), so one worker per
-// core leaves cores idle: `-j 32` checked 1.15x the all-invariant cases of `-j 16` on a 16-core H100
-// host (docs/perf.md). The workers' resident caches shrink as more share a GPU
-// (core/resident_cache_budget.h, set by set_gpu_workers), so they keep at most half of it whatever N.
+// GPU kernel's worker waits on its GPU for part of every run (the run, its two batched reads, the
+// oracle's device dots) while the GPU stays mostly idle (~34% of its SMs busy at `-j 16`), so one worker
+// per core leaves cores idle: `-j 32` checked 1.15x the all-invariant cases of `-j 16` on a 16-core H100
+// host (docs/perf.md); after the waits of `-j 32` were made to yield (gpu_wait_for), 1.09x `-j 16`. The
+// workers' resident caches shrink as more share a GPU (core/resident_cache_budget.h, set by set_gpu_workers),
+// so they keep at most half of it whatever N.
 inline constexpr int kMaxWorkersPerGpu = 32;
 constexpr int check_jobs(int cores, int gpus) {
   return gpus <= 0 ? cores : std::max(cores, std::min(2 * cores, kMaxWorkersPerGpu * gpus));
