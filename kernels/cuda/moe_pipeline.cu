@@ -691,6 +691,10 @@ MoePipeline::StageReadout MoePipeline::read_stages(const std::vector<int64_t>& r
   for (const Piece& p : pieces) scratch_bytes += aligned((p.shared ? ns : n) * p.row_bytes);
   uint8_t* scratch = nullptr;
   MOEFUZZ_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&scratch), scratch_bytes, kStream));
+  struct FreeScratch {  // after the reads, or when a launch or the fetch throws
+    uint8_t* p;
+    ~FreeScratch() { (void)cudaFreeAsync(p, kStream); }
+  } free_scratch{scratch};
   auto* d_rows = reinterpret_cast<int64_t*>(scratch);
   DeviceWrites writes;
   writes.add(d_rows, rows);
@@ -712,7 +716,6 @@ MoePipeline::StageReadout MoePipeline::read_stages(const std::vector<int64_t>& r
     sf2 = reads.add(m.b.a2_sf, sf_bytes_128x4(c.max_rows(), I / 16));
   }
   reads.fetch(kStream);
-  MOEFUZZ_CUDA_CHECK(cudaFreeAsync(scratch, kStream));
 
   StageReadout r;
   size_t next = 0;
