@@ -18,12 +18,15 @@
 //
 // Vectorization: per expert and N tile the weight codes are decoded once to a [K, Ntile] float tile
 // (N contiguous), so every inner loop is an independent-lane fp32 loop over n, summed two activation
-// rows at a time without reassociating anything (kernels/cpu/tile_dot.h).
+// rows at a time without reassociating anything (kernels/cpu/tile_dot.h). W4A4 tiles hold code pairs
+// as int8 instead (twice the E2M1 values): the exact 16-term block sums come from integer products
+// (fp4_tile_dot_rows), the same bits with a quarter of the tile's bytes and a third of the work.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <span>
 #include <stdexcept>
@@ -47,9 +50,15 @@ namespace {
 
 struct Lut {
   float v[16];
+  int8_t twice[16];    // 2 v[code]: an integer in [-12, 12] (fp4_tile_dot_rows' operands)
+  uint16_t pair[256];  // a packed byte's two codes as twice their values: low nibble in the low byte
   explicit Lut(bool negative_zero_nonzero) {
     for (int c = 0; c < 16; ++c) v[c] = e2m1_to_float(static_cast<uint8_t>(c));
     if (negative_zero_nonzero) v[8] = -0.5f;  // format mutant: -0 code decoded as nonzero
+    for (int c = 0; c < 16; ++c) twice[c] = static_cast<int8_t>(2.0f * v[c]);
+    for (int b = 0; b < 256; ++b)
+      pair[b] = static_cast<uint16_t>(static_cast<uint8_t>(twice[b & 0xF]) |
+                                      static_cast<uint8_t>(twice[b >> 4]) << 8);
   }
 };
 
@@ -69,8 +78,9 @@ int64_t scale_row_read(int64_t n, int64_t rows, const CpuConfig& cfg) {
 
 // One weight matrix slice [n0, n0 + nt) of `w` for expert e, decoded into a [K, nt] tile.
 struct WeightTile {
-  std::vector<float> codes;   // [K, nt]
-  std::vector<float> scales;  // [K/16, nt]
+  std::vector<float> codes;     // [K, nt]
+  std::vector<uint16_t> pairs;  // [K/2, nt] code pairs (fp4_tile_dot_rows), instead of codes
+  std::vector<float> scales;    // [K/16, nt]
 };
 
 // lut[code] per lane for codes in [0, 16), the table in two registers (low: codes 0-7).
@@ -106,6 +116,20 @@ __attribute__((target("avx2"))) void decode_fp4_rows_avx2(const uint8_t* first, 
   }
 }
 
+// The tile's block scales (0 past N, and where a mutated scale row is read past the end).
+void decode_tile_scales(const Nvfp4Matrix& w, const Nvfp4Matrix& scale_src, int64_t n0, int64_t nt,
+                        const CpuConfig& cfg, WeightTile& tile) {
+  const int64_t Kb = w.cols / 16;
+  const int64_t valid = std::clamp<int64_t>(w.rows - n0, 0, nt);
+  tile.scales.resize(static_cast<size_t>(Kb * nt));
+  const std::array<float, 256>& scale_value = e4m3_values();
+  for (int64_t j = 0; j < nt; ++j) {
+    const int64_t sr = j < valid ? scale_row_read(n0 + j, w.rows, cfg) : -1;
+    for (int64_t kb = 0; kb < Kb; ++kb)
+      tile.scales[static_cast<size_t>(kb * nt + j)] = sr < 0 ? 0.0f : scale_value[scale_src.scale(sr, kb)];
+  }
+}
+
 // The tile is written one K row at a time (nt contiguous floats) from the nt weight rows' bytes:
 // at a few activation rows per expert (small cases) decoding costs more than the dots, and a
 // column-at-a-time walk stored every value nt floats away from the last.
@@ -113,10 +137,9 @@ void decode_tile(const Nvfp4Matrix& w, const Nvfp4Matrix& scale_src, int64_t n0,
                  const CpuConfig& cfg, WeightTile& tile) {
   constexpr int64_t kMaxTile = 64;
   if (nt > kMaxTile) throw std::logic_error("decode_tile: the tile is wider than 64 columns");
-  const int64_t K = w.cols, Kb = K / 16;
+  const int64_t K = w.cols;
   const int64_t valid = std::clamp<int64_t>(w.rows - n0, 0, nt);  // past N: zero weights
   tile.codes.resize(static_cast<size_t>(K * nt));
-  tile.scales.resize(static_cast<size_t>(Kb * nt));
   const uint8_t* rows[kMaxTile];
   for (int64_t j = 0; j < valid; ++j) rows[j] = w.packed.data() + (n0 + j) * (K / 2);
   static const bool simd = cpu_has_avx2();
@@ -134,12 +157,22 @@ void decode_tile(const Nvfp4Matrix& w, const Nvfp4Matrix& scale_src, int64_t n0,
     std::fill(even + valid, even + nt, 0.0f);
     std::fill(odd + valid, odd + nt, 0.0f);
   }
-  const std::array<float, 256>& scale_value = e4m3_values();
-  for (int64_t j = 0; j < nt; ++j) {
-    const int64_t sr = j < valid ? scale_row_read(n0 + j, w.rows, cfg) : -1;
-    for (int64_t kb = 0; kb < Kb; ++kb)
-      tile.scales[static_cast<size_t>(kb * nt + j)] = sr < 0 ? 0.0f : scale_value[scale_src.scale(sr, kb)];
+  decode_tile_scales(w, scale_src, n0, nt, cfg, tile);
+}
+
+// The same tile as code pairs for fp4_tile_dot_rows: one table lookup per packed byte.
+void decode_tile_pairs(const Nvfp4Matrix& w, const Nvfp4Matrix& scale_src, int64_t n0, int64_t nt,
+                       const Lut& lut, const CpuConfig& cfg, WeightTile& tile) {
+  const int64_t K2 = w.cols / 2;
+  const int64_t valid = std::clamp<int64_t>(w.rows - n0, 0, nt);  // past N: zero weights
+  tile.pairs.resize(static_cast<size_t>(K2 * nt));
+  const uint8_t* first = w.packed.data() + n0 * K2;
+  for (int64_t k2 = 0; k2 < K2; ++k2) {  // the stores run along the tile's rows
+    uint16_t* out = tile.pairs.data() + k2 * nt;
+    for (int64_t j = 0; j < valid; ++j) out[j] = lut.pair[first[j * K2 + k2]];
+    std::fill(out + valid, out + nt, uint16_t{0});
   }
+  decode_tile_scales(w, scale_src, n0, nt, cfg, tile);
 }
 
 // The same tile from bf16 weights (weight_format bf16): values as codes, unit scales.
@@ -185,21 +218,30 @@ void decode_tile(const Mxfp4Quantized& w, int64_t n0, int64_t nt, const CpuConfi
 // per-block scale (1 for W4A16).
 struct ActRow {
   std::vector<float> x;
+  std::vector<int8_t> x2;  // twice the code values instead of x, for fp4_tile_dot_rows
   std::vector<float> s;
 };
 
 // `product` names the packed rows' index product (kExpandedInput or kFc2Input): the row actually read
 // is row r unless a narrowed product lands in another row's slot.
+// `twice`: the codes as twice their values (ActRow::x2) where `q` holds them.
 void load_act_row(const std::optional<QuantizedRows>& q, const float* plain, int64_t r, int64_t K,
-                  IndexProduct product, const CpuConfig& cfg, const Lut& lut, ActRow& a) {
-  a.x.resize(static_cast<size_t>(K));
+                  IndexProduct product, const CpuConfig& cfg, const Lut& lut, bool twice, ActRow& a) {
   a.s.resize(static_cast<size_t>(K / 16));
   if (q) {
     const int64_t read = cpu_unit_read(cfg, product, r, K / 2, q->rows, cfg.slots);
     const uint8_t* row = q->packed.data() + read * K / 2;
-    for (int64_t k = 0; k < K; k += 2) a.x[k] = lut.v[row[k / 2] & 0xF], a.x[k + 1] = lut.v[row[k / 2] >> 4];
+    if (twice) {
+      a.x2.resize(static_cast<size_t>(K));
+      for (int64_t k = 0; k < K; k += 2) std::memcpy(&a.x2[k], &lut.pair[row[k / 2]], 2);
+    } else {
+      a.x.resize(static_cast<size_t>(K));
+      for (int64_t k = 0; k < K; k += 2)
+        a.x[k] = lut.v[row[k / 2] & 0xF], a.x[k + 1] = lut.v[row[k / 2] >> 4];
+    }
     for (int64_t kb = 0; kb < K / 16; ++kb) a.s[kb] = e4m3_to_float(q->scales[read * K / 16 + kb]);
   } else {
+    a.x.resize(static_cast<size_t>(K));
     for (int64_t k = 0; k < K; ++k) a.x[k] = plain[k];
     for (int64_t kb = 0; kb < K / 16; ++kb) a.s[kb] = 1.0f;
   }
@@ -212,18 +254,22 @@ float act_dequant_scale(const std::vector<float>& s_q, int64_t e) {
 // One matrix `w` (N = w.rows) for the rows of expert e, writing out[off(r) + col0 + n], where off is
 // the output's index product `product` with row stride ldo. `dense` (non-null for bf16 weights) or
 // `mx` (MXFP4 weights) replaces w and scale_src. `bias` (empty: none) is added to the fp32 result
-// before the rounding point (recipe expert_bias).
+// before the rounding point (recipe expert_bias). `load(r, twice, row)` reads activation row r, its
+// codes as twice their values when `twice` (fp4_activations: W4A4, whose tiles take
+// fp4_tile_dot_rows).
 void expert_matmul(const std::vector<int64_t>& rows, const Nvfp4Matrix& w, const Nvfp4Matrix& scale_src,
                    const Bf16Matrix* dense, const Mxfp4Quantized* mx, std::span<const float> bias,
-                   float alpha, const std::function<void(int64_t, ActRow&)>& load, IndexProduct product,
-                   int64_t ldo, int64_t col0, bool round, const CpuConfig& cfg, const Lut& lut,
-                   std::vector<float>& out) {
+                   float alpha, bool fp4_activations, const std::function<void(int64_t, bool, ActRow&)>& load,
+                   IndexProduct product, int64_t ldo, int64_t col0, bool round, const CpuConfig& cfg,
+                   const Lut& lut, std::vector<float>& out) {
   const int64_t out_rows = static_cast<int64_t>(out.size()) / ldo;
   const int64_t K = dense ? dense->cols : mx ? mx->cols : w.cols;
   const int64_t N = dense ? dense->rows : mx ? mx->rows : w.rows, nt = tile_n(cfg);
   WeightTile tile;
+  const bool pairs =
+      fp4_activations && dense == nullptr && mx == nullptr && nt % 32 == 0 && fp4_tile_dot_available();
   std::vector<ActRow> acts(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) load(rows[i], acts[i]);
+  for (size_t i = 0; i < rows.size(); ++i) load(rows[i], pairs, acts[i]);
   const TileDotShape shape{
       .K = K,
       .nt = nt,
@@ -243,14 +289,21 @@ void expert_matmul(const std::vector<int64_t>& rows, const Nvfp4Matrix& w, const
       decode_tile(*dense, n0, nt, cfg, tile);
     else if (mx != nullptr)
       decode_tile(*mx, n0, nt, cfg, tile);
+    else if (pairs)
+      decode_tile_pairs(w, scale_src, n0, nt, lut, cfg, tile);
     else
       decode_tile(w, scale_src, n0, nt, lut, cfg, tile);
     for (size_t i0 = 0; i0 < rows.size(); i0 += 2) {  // two rows per pass: independent sums
       const int pair = rows.size() - i0 >= 2 ? 2 : 1;
-      const float* x[2] = {acts[i0].x.data(), acts[i0 + pair - 1].x.data()};
       const float* sa[2] = {acts[i0].s.data(), acts[i0 + pair - 1].s.data()};
       float* const accs[2] = {acc.data(), acc.data() + nt};
-      tile_dot_rows(pair, x, sa, tile.codes.data(), tile.scales.data(), shape, accs, simd);
+      if (pairs) {
+        const int8_t* x2[2] = {acts[i0].x2.data(), acts[i0 + pair - 1].x2.data()};
+        fp4_tile_dot_rows(pair, x2, sa, tile.pairs.data(), tile.scales.data(), shape, accs);
+      } else {
+        const float* x[2] = {acts[i0].x.data(), acts[i0 + pair - 1].x.data()};
+        tile_dot_rows(pair, x, sa, tile.codes.data(), tile.scales.data(), shape, accs, simd);
+      }
       for (int r = 0; r < pair; ++r) {
         const size_t i = i0 + static_cast<size_t>(r);
         if (contiguous) {  // the same stores as the loop below, in loops the compiler vectorizes
@@ -306,9 +359,9 @@ std::vector<float> cpu_gemm1(const Case& c, const RoutingDecision& route,
     const float alpha_gate = a_d * ew.gate.global_dequant;
     const float alpha_up =
         a_d * (cfg.dev.up_uses_gate_global ? ew.gate.global_dequant : ew.up.global_dequant);  // Z11
-    auto load = [&](int64_t r, ActRow& a) {
+    auto load = [&](int64_t r, bool twice, ActRow& a) {
       load_act_row(fc1_input, fc1_input ? nullptr : x.data() + (r / route.slots) * H, r, H,
-                   IndexProduct::kExpandedInput, cfg, lut, a);
+                   IndexProduct::kExpandedInput, cfg, lut, twice, a);
     };
     // The backend's w13 order only changes which half is computed first; columns stay semantic.
     const bool up_first = cfg.w13_order == W13Order::kUpGate;
@@ -323,8 +376,8 @@ std::vector<float> cpu_gemm1(const Case& c, const RoutingDecision& route,
       expert_matmul(by_expert[e], is_up ? packed_src.up : packed_src.gate,
                     is_up ? scale_src.up : scale_src.gate, dense, mx,
                     cfg.dev.fc1_bias_dropped ? std::span<const float>() : std::span<const float>(bias),
-                    is_up ? alpha_up : alpha_gate, load, IndexProduct::kGemm1Out, 2 * I, is_up ? I : 0,
-                    cfg.bf16_after_gemm1, cfg, lut, out);
+                    is_up ? alpha_up : alpha_gate, fc1_input.has_value(), load, IndexProduct::kGemm1Out,
+                    2 * I, is_up ? I : 0, cfg.bf16_after_gemm1, cfg, lut, out);
     }
   });
   return out;
@@ -353,14 +406,15 @@ std::vector<float> cpu_gemm2(const Case& c, const RoutingDecision& route,
         src != e ? ew : c.experts[expert_read(cfg, IndexProduct::kExpertW2, e, c)];
     float alpha = (fc2_input ? act_dequant_scale(c.a2_scale, e) : 1.0f) * ew.down.global_dequant;
     if (cfg.dev.down_global_twice) alpha *= ew.down.global_dequant;  // GSCALE mutant: applied twice
-    auto load = [&](int64_t r, ActRow& a) {
+    auto load = [&](int64_t r, bool twice, ActRow& a) {
       load_act_row(fc2_input, fc2_input ? nullptr : activation.data() + r * I, r, I, IndexProduct::kFc2Input,
-                   cfg, lut, a);
+                   cfg, lut, twice, a);
     };
     const Bf16Matrix* dense = c.recipe.quant.weights == WeightFormat::kBf16 ? &packed_src.bf16.down : nullptr;
     const Mxfp4Quantized* mx = c.recipe.quant.weights == WeightFormat::kMxfp4 ? &packed_src.mx.down : nullptr;
-    expert_matmul(by_expert[e], packed_src.down, scale_src.down, dense, mx, packed_src.down_bias, alpha, load,
-                  IndexProduct::kGemm2Out, H, 0, cfg.bf16_after_gemm2, down_cfg, lut, out);
+    expert_matmul(by_expert[e], packed_src.down, scale_src.down, dense, mx, packed_src.down_bias, alpha,
+                  fc2_input.has_value(), load, IndexProduct::kGemm2Out, H, 0, cfg.bf16_after_gemm2, down_cfg,
+                  lut, out);
   });
   return out;
 }

@@ -39,4 +39,20 @@ struct TileDotShape {
 void tile_dot_rows(int rows, const float* const x[2], const float* const s[2], const float* codes,
                    const float* scales, const TileDotShape& shape, float* const acc[2], bool simd);
 
+// W4A4 (E2M1 activations and weights), the same sums from twice the code values as int8 (integers in
+// [-12, 12]; the format mutant's -0.5 included). A block's 16 products are multiples of 1/4 and their
+// in-order fp32 sum p never rounds (|p| <= 576), so summing the integer products pairwise (AVX2
+// maddubs, int16) and scaling by 1/4 gives tile_dot_rows' p bit for bit, +0 for a zero sum as its
+// +0 + ... does; the block scales, groups and accumulator then take tile_dot_rows' fp32 operations.
+// Weights as code pairs: pairs[k2 * nt + n] holds twice the values of K elements 2 k2 (low byte) and
+// 2 k2 + 1 (high byte) of column n, so one 32-byte load gives sixteen columns' pairs.
+//
+// Example (two rows against a 32-column tile, only where fp4_tile_dot_available()):
+//   const int8_t* x2[2] = {twice0.data(), twice1.data()};  // K values each
+//   moefuzz::cpu::fp4_tile_dot_rows(2, x2, s, pairs.data(), tile.scales.data(), {.K = K, .nt = 32}, acc);
+bool fp4_tile_dot_available();  // AVX2, and x86-64 at all
+// Throws std::logic_error where fp4_tile_dot_available() is false or nt is not a multiple of 32.
+void fp4_tile_dot_rows(int rows, const int8_t* const x2[2], const float* const s[2], const uint16_t* pairs,
+                       const float* scales, const TileDotShape& shape, float* const acc[2]);
+
 }  // namespace moefuzz::cpu
