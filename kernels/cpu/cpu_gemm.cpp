@@ -160,6 +160,42 @@ void decode_tile(const Nvfp4Matrix& w, const Nvfp4Matrix& scale_src, int64_t n0,
   decode_tile_scales(w, scale_src, n0, nt, cfg, tile);
 }
 
+// Columns [0, rows) (a multiple of 8) of a [K/2, nt] pair tile from `rows` consecutive packed FP4
+// weight rows of k2s bytes each (a multiple of 8): per 8 rows and 8 packed bytes, each row's bytes
+// become 8 pairs (two 16-entry byte lookups and an interleave) and an 8 x 8 transpose of the 16-bit
+// pairs turns rows into the tile's K rows.
+__attribute__((target("avx2"))) void decode_pair_rows_avx2(const uint8_t* first, int64_t k2s, int64_t rows,
+                                                           int64_t nt, const Lut& lut, uint16_t* pairs) {
+  const __m128i table = _mm_loadu_si128(reinterpret_cast<const __m128i*>(lut.twice));
+  const __m128i nibble = _mm_set1_epi8(0x0F);
+  for (int64_t j0 = 0; j0 < rows; j0 += 8)
+    for (int64_t k0 = 0; k0 < k2s; k0 += 8) {
+      __m128i r[8];
+      for (int j = 0; j < 8; ++j) {
+        const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(first + (j0 + j) * k2s + k0));
+        const __m128i lo = _mm_shuffle_epi8(table, _mm_and_si128(bytes, nibble));
+        const __m128i hi = _mm_shuffle_epi8(table, _mm_and_si128(_mm_srli_epi16(bytes, 4), nibble));
+        r[j] = _mm_unpacklo_epi8(lo, hi);  // pair q: codes 2 (k0 + q) and 2 (k0 + q) + 1
+      }
+      __m128i t[8], u[8];
+      for (int j = 0; j < 4; ++j) {
+        t[2 * j] = _mm_unpacklo_epi16(r[2 * j], r[2 * j + 1]);
+        t[2 * j + 1] = _mm_unpackhi_epi16(r[2 * j], r[2 * j + 1]);
+      }
+      for (int j = 0; j < 2; ++j) {
+        u[4 * j] = _mm_unpacklo_epi32(t[4 * j], t[4 * j + 2]);
+        u[4 * j + 1] = _mm_unpackhi_epi32(t[4 * j], t[4 * j + 2]);
+        u[4 * j + 2] = _mm_unpacklo_epi32(t[4 * j + 1], t[4 * j + 3]);
+        u[4 * j + 3] = _mm_unpackhi_epi32(t[4 * j + 1], t[4 * j + 3]);
+      }
+      for (int q = 0; q < 4; ++q) {
+        uint16_t* out = pairs + (k0 + 2 * q) * nt + j0;
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm_unpacklo_epi64(u[q], u[q + 4]));
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(out + nt), _mm_unpackhi_epi64(u[q], u[q + 4]));
+      }
+    }
+}
+
 // The same tile as code pairs for fp4_tile_dot_rows: one table lookup per packed byte.
 void decode_tile_pairs(const Nvfp4Matrix& w, const Nvfp4Matrix& scale_src, int64_t n0, int64_t nt,
                        const Lut& lut, const CpuConfig& cfg, WeightTile& tile) {
@@ -167,9 +203,12 @@ void decode_tile_pairs(const Nvfp4Matrix& w, const Nvfp4Matrix& scale_src, int64
   const int64_t valid = std::clamp<int64_t>(w.rows - n0, 0, nt);  // past N: zero weights
   tile.pairs.resize(static_cast<size_t>(K2 * nt));
   const uint8_t* first = w.packed.data() + n0 * K2;
-  for (int64_t k2 = 0; k2 < K2; ++k2) {  // the stores run along the tile's rows
+  static const bool simd = cpu_has_avx2();
+  const int64_t gathered = simd && K2 % 8 == 0 ? valid / 8 * 8 : 0;
+  if (gathered > 0) decode_pair_rows_avx2(first, K2, gathered, nt, lut, tile.pairs.data());
+  for (int64_t k2 = 0; k2 < K2; ++k2) {
     uint16_t* out = tile.pairs.data() + k2 * nt;
-    for (int64_t j = 0; j < valid; ++j) out[j] = lut.pair[first[j * K2 + k2]];
+    for (int64_t j = gathered; j < valid; ++j) out[j] = lut.pair[first[j * K2 + k2]];
     std::fill(out + valid, out + nt, uint16_t{0});
   }
   decode_tile_scales(w, scale_src, n0, nt, cfg, tile);
