@@ -12,6 +12,7 @@
 #include "drivers/check_engine.h"
 #include "drivers/ordered_parallel.h"
 #include "kernels/registry.h"
+#include "kernels/worker_device.h"
 #include "properties/gen/recipe_gen.h"
 
 namespace moefuzz {
@@ -207,7 +208,9 @@ MutantRow mutant_row(const std::string& mutant_name, const std::function<std::un
     if (all_declared_killed(row)) break;
     CaseRecipe r = campaign_case(gen, o.seed, index, row.expected);
     r.profile = kernel->profile();
-    if (!kernel->supports(r).empty() || !validate(r).empty() || estimate_case_bytes(r) > o.max_case_bytes) {
+    const std::string refusal = kernel->supports(r);
+    if (!refusal.empty() && row.first_refusal.empty()) row.first_refusal = refusal;
+    if (!refusal.empty() || !validate(r).empty() || estimate_case_bytes(r) > o.max_case_bytes) {
       if (index > static_cast<uint64_t>(o.max_cases_per_mutant) * 20) break;
       continue;
     }
@@ -272,29 +275,39 @@ KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
   }
   const rc::Gen<CaseRecipe> gen = gen::recipe_for(o.shapes, o.max_case_bytes);
 
-  // The registry's mutants (all, or those named), then named kernels from outside the registry (a
-  // plugin path, a py: kernel) that declare expected killers: users score their own mutants too.
-  std::vector<std::pair<std::string, std::function<std::unique_ptr<Kernel>()>>> mutants;
+  // The registry's CPU mutants (all of them), or the registry entries named that declare expected
+  // killers (the GPU mutants too: they run only where named, since a machine without a GPU can run
+  // none of their cases); then named kernels from outside the registry (a plugin path, a py: kernel)
+  // that declare expected killers: users score their own mutants too.
+  struct Mutant {
+    std::string name;
+    std::function<std::unique_ptr<Kernel>()> make;
+    bool gpu = false;
+  };
+  std::vector<Mutant> mutants;
   for (const auto& entry : kernel_registry()) {
-    const bool is_mutant = entry.kind == KernelKind::kMutant || (entry.kind == KernelKind::kComposition &&
-                                                                 !entry.make()->expected_killers().empty());
-    if (!is_mutant) continue;
-    if (!o.mutants.empty() && std::find(o.mutants.begin(), o.mutants.end(), entry.name) == o.mutants.end())
+    const bool declares = entry.kind == KernelKind::kMutant ||
+                          ((entry.kind == KernelKind::kComposition || entry.kind == KernelKind::kCuda) &&
+                           !entry.make()->expected_killers().empty());
+    if (!declares) continue;
+    if (o.mutants.empty() ? entry.kind == KernelKind::kCuda
+                          : std::find(o.mutants.begin(), o.mutants.end(), entry.name) == o.mutants.end())
       continue;
-    mutants.emplace_back(entry.name, entry.make);
+    mutants.push_back({entry.name, entry.make, entry.kind == KernelKind::kCuda});
   }
   for (const std::string& name : o.mutants) {
     const auto& reg = kernel_registry();
     if (std::none_of(reg.begin(), reg.end(), [&](const KernelEntry& e) { return e.name == name; }))
-      mutants.emplace_back(name, [name] { return make_kernel(name); });
+      mutants.push_back({name, [name] { return make_kernel(name); }});
   }
-  // Rows in registry order whatever the number of threads (drivers/ordered_parallel.h).
+  // Rows in registry order whatever the number of threads (drivers/ordered_parallel.h); a GPU
+  // mutant's thread on its GPU, as `check -j` binds its workers (kernels/worker_device.h).
   run_in_index_order<MutantRow>(
       std::max(1, o.jobs), [](int) {},
-      [&](int, uint64_t i) {
-        return i < mutants.size()
-                   ? mutant_row(mutants[i].first, mutants[i].second, o, gen, cheap, m.invariants)
-                   : MutantRow{};
+      [&](int worker, uint64_t i) {
+        if (i >= mutants.size()) return MutantRow{};
+        if (mutants[i].gpu) bind_worker_gpu(worker);
+        return mutant_row(mutants[i].name, mutants[i].make, o, gen, cheap, m.invariants);
       },
       [&](uint64_t i, MutantRow& row) {
         if (i >= mutants.size()) return false;
@@ -361,6 +374,11 @@ std::string format_kill_matrix(const KillMatrix& m) {
   out +=
       "(* = declared killer; MISS = declared but did not kill within the budget; first = the first killer: "
       "fewest cases, then registry order)\n";
+  for (const auto& row : m.rows)
+    if (row.cases == 0)
+      out += fmt::format(
+          "{} ran no case: no drawn case was in its domain ({})\n", row.mutant,
+          row.first_refusal.empty() ? "every drawn case was invalid or too large" : row.first_refusal);
   for (const auto& [k, n] : m.correct_failures)
     out += fmt::format("correct kernel {:<30} {} failing case(s){}\n", k, n,
                        n ? " -- " + m.correct_first_failure.at(k) : std::string());
@@ -368,9 +386,11 @@ std::string format_kill_matrix(const KillMatrix& m) {
          : m.toothless.empty()
              ? "every invariant kills at least one mutant\n"
              : fmt::format("TOOTHLESS invariants (kill no mutant): {}\n", fmt::join(m.toothless, ", "));
-  out += m.no_first_kill.empty() ? "every invariant is the first killer of some mutant\n"
-                                 : fmt::format("NO FIRST KILL (first killer of no mutant, section 6.2): {}\n",
-                                               fmt::join(m.no_first_kill, ", "));
+  out += !m.toothless_assessed ? ""
+         : m.no_first_kill.empty()
+             ? "every invariant is the first killer of some mutant\n"
+             : fmt::format("NO FIRST KILL (first killer of no mutant, section 6.2): {}\n",
+                           fmt::join(m.no_first_kill, ", "));
   out += m.survivors.empty() ? "every mutant is killed by an invariant it declares\n"
                              : fmt::format("SURVIVING mutants: {}\n", fmt::join(m.survivors, ", "));
   out += m.green() ? "kill matrix: GREEN\n" : "kill matrix: RED\n";
@@ -387,6 +407,7 @@ nlohmann::json kill_matrix_json(const KillMatrix& m) {
                      {"seconds", row.seconds},
                      {"killed_as_declared", row.killed_as_declared()},
                      {"first_killer", row.first_killer}};
+    if (row.cases == 0) r["first_refusal"] = row.first_refusal;
     for (const auto& [code, cell] : row.kills)
       r["kills"][code] = {{"cases", cell.cases}, {"seconds", cell.seconds}};
     for (const auto& [name, caught] : row.baselines) r["baselines"][name] = caught;

@@ -36,6 +36,9 @@ struct MutantRow {
   std::map<std::string, KillCell> kills;  // by invariant code
   int64_t cases = 0;
   double seconds = 0;
+  // Why the first drawn case it was not run on was outside its domain (Kernel::supports): what the
+  // matrix shows for a mutant that ran no case (a GPU mutant on a machine without a GPU).
+  std::string first_refusal;
   // Some declared invariant killed it; a kernel that declares none (a C plugin): any invariant did.
   bool killed_as_declared() const;
   std::string first_killer;               // "" when nothing killed it
