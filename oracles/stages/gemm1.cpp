@@ -96,69 +96,34 @@ Gemm1Rows gemm1(const Case& c, const Profile& p, const ExpertRows& rows, const E
     return out;
   }
   const QuantizedInputs& qa = in.quantized;
-  // On a dot device (oracles/exact_dot_device.h) all n x I gate and up dots come back at once,
-  // [gate rows][up rows], bit-identical to the exact_dot_rows calls below, and with them their flip
-  // sums where the device repeats the CPU's order.
+  // All n x I gate and up dots at once, [gate rows][up rows], with their flip sums: from a dot device
+  // (oracles/exact_dot_device.h, bit-identical to exact_dot_rows) or from the CPU (cpu_gemm), then
+  // the row epilogue, row after row, every read and write in order.
   ExactDotDevice* device = exact_dot_device();
   if (!use_dot_device(device, n * 2 * I * H)) device = nullptr;
-  DeviceGemm on_device;
+  DeviceGemm dots;
   if (device != nullptr) {
     const DeviceWeights weights[2] = {device_weights(c, rows, W, W.gate, 0),
                                       device_weights(c, rows, W, W.up, 1)};
-    on_device = device_gemm(*device, qa, n, weights);
+    dots = device_gemm(*device, qa, n, weights);
+    add_cpu_flips(qa, n, weights, dots);
+  } else {
+    const DeviceWeights weights[2] = {{&W.gate, std::nullopt}, {&W.up, std::nullopt}};
+    dots = cpu_gemm(qa, n, weights);
   }
-  const bool flips_on_device = on_device.flips_known();
-  if (flips_on_device) {
-    // Nothing left to compute per weight row: row after row, every read and write in order.
-    for (int64_t j = 0; j < n; ++j) {
-      const size_t g = static_cast<size_t>(j * I), u = static_cast<size_t>(n * I) + g;
-      if (qa.indeterminate[static_cast<size_t>(j)] != 0) {
-        std::fill_n(out.gate.begin() + static_cast<std::ptrdiff_t>(g), I, Interval{kNaN, kNaN});
-        std::fill_n(out.up.begin() + static_cast<std::ptrdiff_t>(g), I, Interval{kNaN, kNaN});
-      } else {
-        gemm_row_intervals(eg, &on_device.dots[g], on_device.flips_at(g), I, &out.gate[g]);
-        gemm_row_intervals(eu, &on_device.dots[u], on_device.flips_at(u), I, &out.up[g]);
-      }
-      const ExpandedRow& er = rows.row(j);
-      if (er.slot >= 0) {
-        store_row(g1, er.slot, 0, &out.gate[g], I);
-        store_row(g1, er.slot, I, &out.up[g], I);
-      }
+  for (int64_t j = 0; j < n; ++j) {
+    const size_t g = static_cast<size_t>(j * I), u = static_cast<size_t>(n * I) + g;
+    if (qa.indeterminate[static_cast<size_t>(j)] != 0) {
+      std::fill_n(out.gate.begin() + static_cast<std::ptrdiff_t>(g), I, Interval{kNaN, kNaN});
+      std::fill_n(out.up.begin() + static_cast<std::ptrdiff_t>(g), I, Interval{kNaN, kNaN});
+    } else {
+      gemm_row_intervals(eg, &dots.dots[g], dots.flips_at(g), I, &out.gate[g]);
+      gemm_row_intervals(eu, &dots.dots[u], dots.flips_at(u), I, &out.up[g]);
     }
-    return out;
-  }
-  std::vector<FlipTerms> fl(static_cast<size_t>(n));
-  for (size_t j = 0; j < fl.size(); ++j) fl[j] = flip_terms(qa.flips[j], H);
-  // Tiles of 2 x kDotRows rows against every packed weight row: the tile's decoded rows stay in L1,
-  // each weight row is read from memory once per tile and its groups are decoded once per
-  // exact_dot_rows call.
-  for (int64_t j0 = 0; j0 < n; j0 += 2 * kDotRows) {
-    const int na = static_cast<int>(std::min<int64_t>(2 * kDotRows, n - j0));
-    RoundedDot dgs[2 * kDotRows], dus[2 * kDotRows];
-    double fg[2 * kDotRows], fu[2 * kDotRows];
-    for (int64_t o = 0; o < I; ++o) {
-      const PackedNvfp4Row pg = packed_row(W.gate, o), pu = packed_row(W.up, o);
-      if (device != nullptr) {
-        for (int r = 0; r < na; ++r) {
-          const size_t g = static_cast<size_t>((j0 + r) * I + o), u = static_cast<size_t>(n * I) + g;
-          dgs[r] = on_device.dots[g];
-          dus[r] = on_device.dots[u];
-        }
-      } else {
-        rounded_dot_rows(qa.rows, j0, na, pg, dgs);
-        rounded_dot_rows(qa.rows, j0, na, pu, dus);
-      }
-      flip_sums(fl, j0, na, pg, fg);
-      flip_sums(fl, j0, na, pu, fu);
-      for (int r = 0; r < na; ++r) {
-        const int64_t j = j0 + r;
-        if (qa.indeterminate[static_cast<size_t>(j)]) {
-          finish(j, o, {kNaN, kNaN}, {kNaN, kNaN});
-        } else {
-          finish(j, o, gemm_interval(dgs[r], alpha_g, fg[r], gamma_h, floor_g),
-                 gemm_interval(dus[r], alpha_u, fu[r], gamma_h, floor_u));
-        }
-      }
+    const ExpandedRow& er = rows.row(j);
+    if (er.slot >= 0) {
+      store_row(g1, er.slot, 0, &out.gate[g], I);
+      store_row(g1, er.slot, I, &out.up[g], I);
     }
   }
   return out;

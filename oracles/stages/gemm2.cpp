@@ -97,59 +97,32 @@ void gemm2(const Case& c, const Profile& p, const ExpertRows& rows, const Expert
     return;
   }
   const QuantizedInputs& qh = in.quantized;
-  // On a dot device (oracles/exact_dot_device.h) all n x H dots come back at once, bit-identical to
-  // the exact_dot_rows calls below, and with them their flip sums where the device repeats the CPU's
-  // order.
+  // All n x H dots at once, with their flip sums: from a dot device (oracles/exact_dot_device.h,
+  // bit-identical to exact_dot_rows) or from the CPU (cpu_gemm), then the row epilogue, row after row.
   ExactDotDevice* device = exact_dot_device();
   if (!use_dot_device(device, n * H * I)) device = nullptr;
-  DeviceGemm on_device;
+  DeviceGemm dots;
   if (device != nullptr) {
     const DeviceWeights weights[1] = {device_weights(c, rows, W, W.down, 2)};
-    on_device = device_gemm(*device, qh, n, weights);
+    dots = device_gemm(*device, qh, n, weights);
+    add_cpu_flips(qh, n, weights, dots);
+  } else {
+    const DeviceWeights weights[1] = {{&W.down, std::nullopt}};
+    dots = cpu_gemm(qh, n, weights);
   }
-  const bool flips_on_device = on_device.flips_known();
-  if (flips_on_device) {
-    // Nothing left to compute per weight row: row after row, every read and write in order.
-    std::vector<Interval> v(static_cast<size_t>(H));
-    for (int64_t j = 0; j < n; ++j) {
-      const size_t at = static_cast<size_t>(j * H);
-      if (qh.indeterminate[static_cast<size_t>(j)] != 0)
-        std::fill(v.begin(), v.end(), Interval{kNaN, kNaN});
-      else
-        gemm_row_intervals(ed, &on_device.dots[at], on_device.flips_at(at), H, v.data());
-      const ExpandedRow& er = rows.row(j);
-      if (er.slot >= 0) store_row(g2, er.slot, 0, v.data(), H);
-      const size_t y0 = static_cast<size_t>(rows.members[static_cast<size_t>(j)] * H);
-      for (int64_t o = 0; o < H; ++o) {
-        y.lo[y0 + static_cast<size_t>(o)] = v[static_cast<size_t>(o)].lo;
-        y.hi[y0 + static_cast<size_t>(o)] = v[static_cast<size_t>(o)].hi;
-      }
-    }
-    return;
-  }
-  std::vector<FlipTerms> fl(static_cast<size_t>(n));
-  for (size_t j = 0; j < fl.size(); ++j) fl[j] = flip_terms(qh.flips[j], I);
-  // Tiles of 2 x kDotRows rows: the dense flip magnitudes (most of the unconditioned FC2 input's
-  // codes flip) run 8 rows per decoded weight block.
-  for (int64_t j0 = 0; j0 < n; j0 += 2 * kDotRows) {
-    const int na = static_cast<int>(std::min<int64_t>(2 * kDotRows, n - j0));
-    RoundedDot ds[2 * kDotRows];
-    double fs[2 * kDotRows];
+  std::vector<Interval> v(static_cast<size_t>(H));
+  for (int64_t j = 0; j < n; ++j) {
+    const size_t at = static_cast<size_t>(j * H);
+    if (qh.indeterminate[static_cast<size_t>(j)] != 0)
+      std::fill(v.begin(), v.end(), Interval{kNaN, kNaN});
+    else
+      gemm_row_intervals(ed, &dots.dots[at], dots.flips_at(at), H, v.data());
+    const ExpandedRow& er = rows.row(j);
+    if (er.slot >= 0) store_row(g2, er.slot, 0, v.data(), H);
+    const size_t y0 = static_cast<size_t>(rows.members[static_cast<size_t>(j)] * H);
     for (int64_t o = 0; o < H; ++o) {
-      const PackedNvfp4Row pd = packed_row(W.down, o);
-      if (device != nullptr) {
-        for (int r = 0; r < na; ++r) ds[r] = on_device.dots[static_cast<size_t>((j0 + r) * H + o)];
-      } else {
-        rounded_dot_rows(qh.rows, j0, na, pd, ds);
-      }
-      flip_sums(fl, j0, na, pd, fs);
-      for (int r = 0; r < na; ++r) {
-        const int64_t j = j0 + r;
-        finish(j, o,
-               qh.indeterminate[static_cast<size_t>(j)]
-                   ? Interval{kNaN, kNaN}
-                   : gemm_interval(ds[r], alpha_d, fs[r], gamma_i, floor_d));
-      }
+      y.lo[y0 + static_cast<size_t>(o)] = v[static_cast<size_t>(o)].lo;
+      y.hi[y0 + static_cast<size_t>(o)] = v[static_cast<size_t>(o)].hi;
     }
   }
 }

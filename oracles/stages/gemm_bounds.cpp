@@ -220,6 +220,69 @@ DeviceGemm device_gemm(ExactDotDevice& device, const QuantizedInputs& q, int64_t
   return out;
 }
 
+namespace {
+
+// dots (when given) and flip sums (when `fl` is non-empty) of rows [0, n) against each matrix, in
+// device_gemm's layout: matrix after matrix, each [rows][matrix rows].
+void cpu_dots_and_flips(const QuantizedInputs& q, int64_t n, std::span<const DeviceWeights> weights,
+                        const std::vector<FlipTerms>& fl, RoundedDot* dots, double* flips) {
+  size_t base = 0;
+  for (const DeviceWeights& dw : weights) {
+    const Nvfp4Matrix& w = *dw.matrix;
+    const int64_t N = w.rows;
+    for (int64_t j0 = 0; j0 < n; j0 += 2 * kDotRows) {
+      const int na = static_cast<int>(std::min<int64_t>(2 * kDotRows, n - j0));
+      RoundedDot d[2 * kDotRows];
+      double f[2 * kDotRows];
+      for (int64_t o = 0; o < N; ++o) {
+        const PackedNvfp4Row row = packed_row(w, o);
+        if (dots != nullptr) {
+          rounded_dot_rows(q.rows, j0, na, row, d);
+          for (int r = 0; r < na; ++r) dots[base + static_cast<size_t>((j0 + r) * N + o)] = d[r];
+        }
+        if (!fl.empty()) {
+          flip_sums(fl, j0, na, row, f);
+          for (int r = 0; r < na; ++r) flips[base + static_cast<size_t>((j0 + r) * N + o)] = f[r];
+        }
+      }
+    }
+    base += static_cast<size_t>(n * N);
+  }
+}
+
+std::vector<FlipTerms> all_flip_terms(const QuantizedInputs& q, int64_t n, int64_t cols) {
+  std::vector<FlipTerms> fl(static_cast<size_t>(n));
+  for (size_t j = 0; j < fl.size(); ++j) fl[j] = flip_terms(q.flips[j], cols);
+  return fl;
+}
+
+size_t dot_count(int64_t n, std::span<const DeviceWeights> weights) {
+  size_t dots = 0;
+  for (const DeviceWeights& w : weights) dots += static_cast<size_t>(n * w.matrix->rows);
+  return dots;
+}
+
+}  // namespace
+
+DeviceGemm cpu_gemm(const QuantizedInputs& q, int64_t n, std::span<const DeviceWeights> weights) {
+  DeviceGemm out;
+  out.dots.resize(dot_count(n, weights));
+  out.zero_flips =
+      std::all_of(q.flips.begin(), q.flips.begin() + n, [](const FlipList& f) { return f.empty(); });
+  if (!out.zero_flips) out.flips.resize(out.dots.size());
+  const std::vector<FlipTerms> fl =
+      out.zero_flips ? std::vector<FlipTerms>{} : all_flip_terms(q, n, q.rows.cols());
+  cpu_dots_and_flips(q, n, weights, fl, out.dots.data(), out.flips.data());
+  return out;
+}
+
+void add_cpu_flips(const QuantizedInputs& q, int64_t n, std::span<const DeviceWeights> weights,
+                   DeviceGemm& g) {
+  if (g.flips_known()) return;
+  g.flips.resize(dot_count(n, weights));
+  cpu_dots_and_flips(q, n, weights, all_flip_terms(q, n, q.rows.cols()), nullptr, g.flips.data());
+}
+
 FlipTerms flip_terms(const FlipList& flips, int64_t cols) {
   FlipTerms t;
   t.sparse = &flips;

@@ -111,6 +111,15 @@ struct DeviceGemm {
 };
 DeviceGemm device_gemm(ExactDotDevice& device, const QuantizedInputs& q, int64_t n,
                        std::span<const DeviceWeights> weights);
+// The same dots and flip sums on the CPU, in device_gemm's layout, so that the stages take one row
+// epilogue (gemm_row_intervals) whoever computed them: rounded_dot_rows and flip_sums in tiles of
+// 2 x kDotRows rows (the tile's decoded rows stay in L1; each weight row is read once per tile).
+// The flip sums are always known: all +0 (zero_flips) where no row flips a code.
+DeviceGemm cpu_gemm(const QuantizedInputs& q, int64_t n, std::span<const DeviceWeights> weights);
+// The flip sums of a device's dots when it did not compute them (flips_known() false: a CPU without
+// FMA, whose flip order a device does not repeat), from flip_sums on the CPU.
+void add_cpu_flips(const QuantizedInputs& q, int64_t n, std::span<const DeviceWeights> weights,
+                   DeviceGemm& g);
 
 // The code flips of one quantized row (column, weight), in the form the per-output loop reads
 // fastest: a dense per-column vector when they are many (flips_are_dense), else the sparse list.
