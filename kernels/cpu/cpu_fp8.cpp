@@ -32,6 +32,7 @@
 #include "core/fp8_block_quant.h"
 #include "core/fp8_group_quant.h"
 #include "kernels/cpu/cpu_stages.h"
+#include "kernels/cpu/fp8_row_dot.h"
 #include "kernels/cpu/index_math.h"
 #include "kernels/cpu/parallel.h"
 
@@ -132,27 +133,15 @@ void decode_e4m3(const uint8_t* codes, int64_t n, float* out) {
   for (int64_t k = 0; k < n; ++k) out[k] = table[codes[k]];
 }
 
-// The exact dot of one 128-element K block of E4M3 values. Each product is exact in fp32 (4 + 4
-// significant bits, |p| in [2^-18, 448^2]), and any partial sum of 128 of them is exact in double
-// (multiples of 2^-18 below 2^25: 43 bits), so eight independent lanes and any final order give the
-// exact block sum; the compiler vectorizes the lanes (products in fp32, sums in double), inlined so
-// that each clone of fp8_matmul gets its own vector width.
-__attribute__((always_inline)) inline double exact_block_dot(const float* x, const float* w) {
-  double lane[8] = {};
-  for (int64_t k = 0; k < kFp8WeightBlock; k += 8)
-    for (int64_t i = 0; i < 8; ++i) lane[i] += static_cast<double>(x[k + i] * w[k + i]);
-  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-}
-
 // out[off(r) + col0 + n] for n in [0, N) of matrix w, for the rows of one expert. Each activation row
 // is decoded once and each weight row once, K contiguous: the block dots run along K, which their
 // exactness allows (a tile with N contiguous had to be decoded with a store per element 32 floats
-// apart, which cost more than the dots at a few rows per expert). An AVX2 clone is picked at load time
-// where the CPU has it; NaN codes aside (a NaN's sign may come from another operand), the same bits.
-__attribute__((target_clones("avx2", "default"))) void fp8_matmul(
-    const std::vector<int64_t>& rows, const Fp8BlockQuantized& w, const Fp8BlockQuantized* up_half_of,
-    const Fp8GroupQuantized& a, IndexProduct input_product, IndexProduct product, int64_t ldo, int64_t col0,
-    bool round, const CpuConfig& cfg, std::vector<float>& out) {
+// apart, which cost more than the dots at a few rows per expert); four weight rows at a time
+// (kernels/cpu/fp8_row_dot.h).
+void fp8_matmul(const std::vector<int64_t>& rows, const Fp8BlockQuantized& w,
+                const Fp8BlockQuantized* up_half_of, const Fp8GroupQuantized& a, IndexProduct input_product,
+                IndexProduct product, int64_t ldo, int64_t col0, bool round, const CpuConfig& cfg,
+                std::vector<float>& out) {
   const int64_t K = w.cols, N = w.rows, Kb = K / kFp8WeightBlock, R = static_cast<int64_t>(rows.size());
   const int64_t out_rows = static_cast<int64_t>(out.size()) / ldo;
   std::vector<float> x(static_cast<size_t>(R * K)), sa(static_cast<size_t>(R * Kb));
@@ -162,24 +151,25 @@ __attribute__((target_clones("avx2", "default"))) void fp8_matmul(
     decode_e4m3(a.codes.data() + read * a.cols, K, x.data() + i * K);
     for (int64_t kb = 0; kb < Kb; ++kb) sa[static_cast<size_t>(i * Kb + kb)] = act_scale(a, read, kb);
   }
-  std::vector<float> wrow(static_cast<size_t>(K)), sb(static_cast<size_t>(Kb));
-  for (int64_t n = 0; n < N; ++n) {
-    decode_e4m3(w.codes.data() + n * K, K, wrow.data());
-    if (n % kFp8WeightBlock == 0)  // one scale row per 128 weight rows
+  // Four weight rows at a time (a 128-row scale block holds whole groups of four).
+  std::vector<float> wrows(static_cast<size_t>(4 * K)), sb(static_cast<size_t>(Kb));
+  static const Fp8RowLoop loop = fp8_row_loop();
+  for (int64_t n0 = 0; n0 < N; n0 += 4) {
+    const int64_t cols = std::min<int64_t>(4, N - n0);
+    for (int64_t c = 0; c < cols; ++c) decode_e4m3(w.codes.data() + (n0 + c) * K, K, wrows.data() + c * K);
+    if (n0 % kFp8WeightBlock == 0)  // one scale row per 128 weight rows
       for (int64_t kb = 0; kb < Kb; ++kb)
-        sb[static_cast<size_t>(kb)] = weight_scale(w, up_half_of, n, kb, cfg.dev);
+        sb[static_cast<size_t>(kb)] = weight_scale(w, up_half_of, n0, kb, cfg.dev);
     for (int64_t i = 0; i < R; ++i) {
-      float acc = 0.0f;
-      for (int64_t kb = 0; kb < Kb; ++kb) {
-        const int64_t k0 = kb * kFp8WeightBlock;
-        const float block = static_cast<float>(exact_block_dot(x.data() + i * K + k0, wrow.data() + k0));
-        const float scaled =
-            block * sa[static_cast<size_t>(i * Kb + kb)];  // Triton order: fl(fl(P * sa) * sb)
-        acc += scaled * sb[static_cast<size_t>(kb)];
+      float acc[4] = {};
+      fp8_row_columns(loop, x.data() + i * K, sa.data() + i * Kb, wrows.data(), static_cast<int>(cols), K,
+                      sb.data(), acc);
+      for (int64_t c = 0; c < cols; ++c) {
+        const int64_t idx =
+            cpu_offset(cfg, product, rows[static_cast<size_t>(i)], ldo, col0 + n0 + c, out_rows);
+        if (idx < 0) continue;  // a narrowed offset left the buffer: the store is lost
+        out[static_cast<size_t>(idx)] = round ? round_to_bf16(acc[c]) : acc[c];
       }
-      const int64_t idx = cpu_offset(cfg, product, rows[static_cast<size_t>(i)], ldo, col0 + n, out_rows);
-      if (idx < 0) continue;  // a narrowed offset left the buffer: the store is lost
-      out[static_cast<size_t>(idx)] = round ? round_to_bf16(acc) : acc;
     }
   }
 }

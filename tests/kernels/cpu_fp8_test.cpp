@@ -82,12 +82,12 @@ TEST(CpuFp8, GemmOutputsAreTheTritonOrderBlockSums) {
     int checked = 0;
     for (int64_t row = 0; row < rows; row += 3) {
       const Fp8ExpertWeights& w = c.experts[static_cast<size_t>(res.routing.ids[row])].fp8;
-      for (int64_t n = 0; n < I; n += 37) {
+      for (int64_t n = 0; n < I; ++n) {  // every column: the GEMM computes four at a time
         EXPECT_EQ((*res.gemm1)[row * 2 * I + n], triton_order_element(*res.fc1_fp8, row, w.gate, n));
         EXPECT_EQ((*res.gemm1)[row * 2 * I + I + n], triton_order_element(*res.fc1_fp8, row, w.up, n));
         checked += 2;
       }
-      for (int64_t n = 0; n < H; n += 41) {
+      for (int64_t n = 0; n < H; ++n) {
         EXPECT_EQ((*res.gemm2)[row * H + n], triton_order_element(*res.fc2_fp8, row, w.down, n));
         ++checked;
       }
