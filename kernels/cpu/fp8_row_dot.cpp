@@ -21,8 +21,19 @@ double exact_block_dot(const float* x, const float* w) {
   return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
 }
 
-// Four columns in lanes: per column eight double lanes of exact products (two registers), reduced to
-// one lane each by hadd and a cross-half add, then P's rounding and the fp32 steps in four lanes.
+// The steps after one K block's dots of the four columns (col[c]: four double lanes of column c's
+// exact partial sums): each column's lanes into one by hadd and a cross-half add (exact: any order),
+// P rounded to fp32 once, then acc += fl(fl(P * sa) * sb) in four fp32 lanes.
+__attribute__((target("avx2"), always_inline)) inline __m128 add_block(__m128 acc, const __m256d (&col)[4],
+                                                                       float sa, float sb) {
+  const __m256d t0 = _mm256_hadd_pd(col[0], col[1]), t1 = _mm256_hadd_pd(col[2], col[3]);
+  const __m256d sums =
+      _mm256_add_pd(_mm256_permute2f128_pd(t0, t1, 0x20), _mm256_permute2f128_pd(t0, t1, 0x31));
+  const __m128 block = _mm256_cvtpd_ps(sums);
+  return _mm_add_ps(acc, _mm_mul_ps(_mm_mul_ps(block, _mm_set1_ps(sa)), _mm_set1_ps(sb)));
+}
+
+// Four columns in lanes: per column eight double lanes of exact products (two registers).
 __attribute__((target("avx2"))) void fp8_row_x4_avx2(const float* x, const float* sa, const float* w,
                                                      int64_t K, const float* sb, float acc_out[4]) {
   const int64_t Kb = K / kFp8WeightBlock;
@@ -39,14 +50,9 @@ __attribute__((target("avx2"))) void fp8_row_x4_avx2(const float* x, const float
         hi[c] = _mm256_add_pd(hi[c], _mm256_cvtps_pd(_mm256_extractf128_ps(p, 1)));
       }
     }
-    // Each column's eight partial sums into one lane (every partial sum is exact: any order).
-    const __m256d t0 = _mm256_hadd_pd(_mm256_add_pd(lo[0], hi[0]), _mm256_add_pd(lo[1], hi[1]));
-    const __m256d t1 = _mm256_hadd_pd(_mm256_add_pd(lo[2], hi[2]), _mm256_add_pd(lo[3], hi[3]));
-    const __m256d sums =
-        _mm256_add_pd(_mm256_permute2f128_pd(t0, t1, 0x20), _mm256_permute2f128_pd(t0, t1, 0x31));
-    const __m128 block = _mm256_cvtpd_ps(sums);  // P, rounded to fp32 once
-    const __m128 scaled = _mm_mul_ps(block, _mm_set1_ps(sa[kb]));
-    acc = _mm_add_ps(acc, _mm_mul_ps(scaled, _mm_set1_ps(sb[kb])));
+    const __m256d col[4] = {_mm256_add_pd(lo[0], hi[0]), _mm256_add_pd(lo[1], hi[1]),
+                            _mm256_add_pd(lo[2], hi[2]), _mm256_add_pd(lo[3], hi[3])};
+    acc = add_block(acc, col, sa[kb], sb[kb]);
   }
   _mm_storeu_ps(acc_out, acc);
 }
@@ -82,12 +88,7 @@ __attribute__((target("avx512f,avx2"))) void fp8_row_x4_avx512(const float* x, c
       const __m512d s8 = _mm512_add_pd(lo[c], hi[c]);
       col[c] = _mm256_add_pd(_mm512_castpd512_pd256(s8), _mm512_extractf64x4_pd(s8, 1));
     }
-    const __m256d t0 = _mm256_hadd_pd(col[0], col[1]), t1 = _mm256_hadd_pd(col[2], col[3]);
-    const __m256d sums =
-        _mm256_add_pd(_mm256_permute2f128_pd(t0, t1, 0x20), _mm256_permute2f128_pd(t0, t1, 0x31));
-    const __m128 block = _mm256_cvtpd_ps(sums);
-    const __m128 scaled = _mm_mul_ps(block, _mm_set1_ps(sa[kb]));
-    acc = _mm_add_ps(acc, _mm_mul_ps(scaled, _mm_set1_ps(sb[kb])));
+    acc = add_block(acc, col, sa[kb], sb[kb]);
   }
   _mm_storeu_ps(acc_out, acc);
 }
