@@ -20,7 +20,7 @@
 // (N contiguous), so every inner loop is an independent-lane fp32 loop over n, summed two activation
 // rows at a time without reassociating anything (kernels/cpu/tile_dot.h). W4A4 tiles hold code pairs
 // as int8 instead (twice the E2M1 values): the exact 16-term block sums come from integer products
-// (fp4_tile_dot_rows), the same bits with a quarter of the tile's bytes and a third of the work.
+// (fp4_tile_dot_rows), the same bits from a quarter of the tile's bytes.
 #include <immintrin.h>
 
 #include <algorithm>
