@@ -286,14 +286,21 @@ KillMatrix run_kill_matrix(const KillMatrixOptions& o) {
   };
   std::vector<Mutant> mutants;
   for (const auto& entry : kernel_registry()) {
-    const bool declares = entry.kind == KernelKind::kMutant ||
-                          ((entry.kind == KernelKind::kComposition || entry.kind == KernelKind::kCuda) &&
-                           !entry.make()->expected_killers().empty());
-    if (!declares) continue;
-    if (o.mutants.empty() ? entry.kind == KernelKind::kCuda
+    const bool gpu = entry.kind == KernelKind::kCuda;
+    if (o.mutants.empty() ? gpu
                           : std::find(o.mutants.begin(), o.mutants.end(), entry.name) == o.mutants.end())
       continue;
-    mutants.push_back({entry.name, entry.make, entry.kind == KernelKind::kCuda});
+    const bool declares =
+        entry.kind == KernelKind::kMutant ||
+        ((entry.kind == KernelKind::kComposition || gpu) && !entry.make()->expected_killers().empty());
+    if (!declares) continue;
+    // A GPU mutant through make_kernel, as `check` makes it: the process then counts as one whose
+    // kernel runs on a GPU (--oracle-device auto).
+    const std::string name = entry.name;
+    mutants.push_back(
+        {name,
+         gpu ? std::function<std::unique_ptr<Kernel>()>([name] { return make_kernel(name); }) : entry.make,
+         gpu});
   }
   for (const std::string& name : o.mutants) {
     const auto& reg = kernel_registry();

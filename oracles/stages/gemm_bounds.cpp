@@ -199,6 +199,15 @@ Interval add_expert_bias(Interval v, double b) {
   return {lo - widen, hi + widen};
 }
 
+namespace {
+
+// No row of the call flips a code: every flip sum is +0 (DeviceGemm::zero_flips).
+bool no_row_flips(const QuantizedInputs& q, int64_t n) {
+  return std::all_of(q.flips.begin(), q.flips.begin() + n, [](const FlipList& f) { return f.empty(); });
+}
+
+}  // namespace
+
 DeviceGemm device_gemm(ExactDotDevice& device, const QuantizedInputs& q, int64_t n,
                        std::span<const DeviceWeights> weights) {
   int64_t dots = 0;
@@ -207,8 +216,7 @@ DeviceGemm device_gemm(ExactDotDevice& device, const QuantizedInputs& q, int64_t
   out.dots.resize(static_cast<size_t>(dots));
   // Rows conditioned on a kernel's codes flip nothing: every flip sum is +0 (what flip_sums gives for
   // an empty list), so the device computes and returns the dots alone.
-  out.zero_flips =
-      std::all_of(q.flips.begin(), q.flips.begin() + n, [](const FlipList& f) { return f.empty(); });
+  out.zero_flips = no_row_flips(q, n);
   if (out.zero_flips || !weighted_abs_sum_rows_is_fused()) {
     device.dots(q.rows, n, weights, out.dots.data(), nullptr);
     return out;
@@ -267,8 +275,7 @@ size_t dot_count(int64_t n, std::span<const DeviceWeights> weights) {
 DeviceGemm cpu_gemm(const QuantizedInputs& q, int64_t n, std::span<const DeviceWeights> weights) {
   DeviceGemm out;
   out.dots.resize(dot_count(n, weights));
-  out.zero_flips =
-      std::all_of(q.flips.begin(), q.flips.begin() + n, [](const FlipList& f) { return f.empty(); });
+  out.zero_flips = no_row_flips(q, n);
   if (!out.zero_flips) out.flips.resize(out.dots.size());
   const std::vector<FlipTerms> fl =
       out.zero_flips ? std::vector<FlipTerms>{} : all_flip_terms(q, n, q.rows.cols());
