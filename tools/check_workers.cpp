@@ -18,15 +18,11 @@ int default_jobs() {
   return std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
 }
 
-namespace {
-
 bool runs_on_a_gpu(const std::string& kernel) {
   const auto& reg = kernel_registry();
   return std::any_of(reg.begin(), reg.end(),
                      [&](const KernelEntry& e) { return e.name == kernel && e.kind == KernelKind::kCuda; });
 }
-
-}  // namespace
 
 int default_check_jobs(const std::string& kernel) {
   return check_jobs(default_jobs(), runs_on_a_gpu(kernel) ? visible_gpu_count() : 0);

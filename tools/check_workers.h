@@ -1,5 +1,5 @@
 #pragma once
-// What `-j` means for the commands that check many cases (check): how many worker threads by
+// What `-j` means for the commands that check many cases (check, mutants, replay): how many worker threads by
 // default, and how each worker gets its own kernel (drivers/campaign.h, CampaignOptions::jobs).
 //
 // Example:
@@ -18,6 +18,8 @@ namespace moefuzz::cli {
 
 // The cores this process may run on (its CPU affinity mask), at least 1.
 int default_jobs();
+// Whether `kernel` is a registry kernel of the CUDA kind (it runs on a GPU of this process).
+bool runs_on_a_gpu(const std::string& kernel);
 // `check -j`'s default for `kernel`: check_jobs(default_jobs(), GPUs visible) for a kernel of the
 // registry's CUDA kind, default_jobs() for the others.
 int default_check_jobs(const std::string& kernel);

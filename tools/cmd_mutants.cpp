@@ -61,6 +61,16 @@ void add_mutants_command(CLI::App& app, int& exit_code) {
     o.max_case_bytes = global_options().max_case_bytes;
     if (!json.empty()) check_output_file(json);  // before the matrix: a bad path costs nothing
     o.jobs = jobs > 0 ? jobs : default_jobs();
+    // Named GPU mutants run on worker threads bound to the GPUs, as `check -j` workers are: their
+    // resident caches and waits are set for the threads that may run them at once.
+    int gpu_mutants = 0;
+    std::string gpu_mutant;
+    for (const auto& name : o.mutants)
+      if (runs_on_a_gpu(name)) {
+        ++gpu_mutants;
+        gpu_mutant = name;
+      }
+    if (gpu_mutants > 0) set_gpu_workers(gpu_mutant, std::min(o.jobs, gpu_mutants));
     const KillMatrix m = run_kill_matrix(o);
     std::cout << format_kill_matrix(m);
     if (!json.empty()) write_output(json, kill_matrix_json(m).dump(2) + "\n");

@@ -120,11 +120,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
         if (k.empty()) {
           k = read_finding_header(file_text(path)).kernel;
         }
-        const auto& reg = kernel_registry();
-        const bool cuda = std::any_of(reg.begin(), reg.end(), [&](const KernelEntry& e) {
-          return e.name == k && e.kind == KernelKind::kCuda;
-        });
-        if (!cuda)
+        if (!runs_on_a_gpu(k))
           throw InputError(fmt::format(
               "--sanitize: kernel '{}' is not a CUDA kernel (compute-sanitizer checks device memory; "
               "use --kernel cuda on a build with CUDA)",
@@ -165,7 +161,6 @@ void add_replay_command(CLI::App& app, int& exit_code) {
       std::string kernel_name, repro, input_error;
       CaseReport rep;
     };
-    const auto& reg = kernel_registry();
     // As `check -j`: memory measured once (which files are refused depends on the file alone), and
     // the workers together never hold more than it (drivers/memory_gate.h).
     const int64_t memory_at_start = available_memory_bytes();
@@ -184,9 +179,7 @@ void add_replay_command(CLI::App& app, int& exit_code) {
           kernel_name = read_finding_header(file_text(path)).kernel;
           if (kernel_name.empty()) kernel_name = "cpu";
         }
-        if (std::any_of(reg.begin(), reg.end(), [&](const KernelEntry& e) {
-              return e.name == kernel_name && e.kind == KernelKind::kCuda;
-            }))
+        if (runs_on_a_gpu(kernel_name))
           bind_worker_gpu(worker);  // kernels/worker_device.h: each worker thread on its GPU
         const auto kernel = make_kernel(kernel_name);
         CheckOptions o{.invariants = select_invariants(invariants)};
@@ -256,6 +249,9 @@ void add_replay_command(CLI::App& app, int& exit_code) {
       return true;
     };
     const int threads = std::min<int>(jobs > 0 ? jobs : default_jobs(), static_cast<int>(files.size()));
+    // Workers of a GPU kernel named here share its GPUs as `check -j` workers do (a kernel named by
+    // each file's header is known only inside its worker: those keep the defaults, set for 16).
+    set_gpu_workers(kernel_arg, threads);
     run_in_index_order<Replayed>(
         threads, [](int) {}, replay_one, report);
     if (bad > 0 && files.size() > 1)
