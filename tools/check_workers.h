@@ -1,6 +1,7 @@
 #pragma once
-// What `-j` means for the commands that check many cases (check, mutants, replay): how many worker threads by
-// default, and how each worker gets its own kernel (drivers/campaign.h, CampaignOptions::jobs).
+// What `-j` means for the commands that check many cases (check, mutants, replay): how many worker
+// threads by default, and how each worker gets its own kernel (drivers/campaign.h,
+// CampaignOptions::jobs).
 //
 // Example:
 //   o.jobs = moefuzz::cli::default_jobs();                  // the cores this process may use
